@@ -1,0 +1,75 @@
+# claimgraph — the two commands of the README, and a few helpers.
+#
+#   make run    set everything up (venv, dependencies, embedded PostgreSQL,
+#               migrations, demo data and accounts) and serve the console
+#   make test   lint and run the whole test suite
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PORT ?= 8000
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
+
+# Local work runs with DEBUG on (a generated development secret); production
+# sets DJANGO_SECRET_KEY and leaves DJANGO_DEBUG off (see README).
+export DJANGO_DEBUG ?= 1
+
+.PHONY: help run test lint format serve migrate demo worker bench clean
+
+help:
+	@echo "make run   - set up everything and serve the console on http://127.0.0.1:$(PORT)"
+	@echo "make test  - lint and run the whole test suite"
+	@echo "make worker / make bench / make format / make clean"
+
+# Find a Python >= 3.12: PATH first, then pyenv's versions folder.
+$(PY):
+	@python=""; \
+	for candidate in python3.14 python3.13 python3.12 python3 python \
+	    $$(ls -d $$HOME/.pyenv/versions/3.1[2-9]*/bin/python3 /root/.pyenv/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+	  if "$$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
+	    python="$$candidate"; break; \
+	  fi; \
+	done; \
+	if [ -z "$$python" ]; then \
+	  echo "claimgraph needs Python 3.12 or newer, and none was found on PATH or under ~/.pyenv/versions."; \
+	  echo "Install one (e.g. 'apt-get install python3.12 python3.12-venv', or 'pyenv install 3.12') and run make again."; \
+	  exit 1; \
+	fi; \
+	echo "Using $$("$$python" -c 'import sys; print(sys.executable, sys.version.split()[0])')"; \
+	"$$python" -m venv $(VENV) || { echo "Could not create a venv: on Debian/Ubuntu install python3-venv for this Python."; exit 1; }
+
+$(STAMP): $(PY) requirements.lock pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate --no-input
+
+demo: migrate
+	$(PY) manage.py seed_demo
+
+run: demo
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+worker: migrate
+	$(PY) manage.py db_worker
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+test: lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: migrate
+	$(PY) bench/write_path.py
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

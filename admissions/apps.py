@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AdmissionsConfig(AppConfig):
+    name = "admissions"
+    verbose_name = "Admissions"

@@ -1,0 +1,1 @@
+"""Admission records (SPEC §6)."""

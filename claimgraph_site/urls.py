@@ -1,0 +1,16 @@
+"""Mounts the apps' pages and APIs; no domain code lives here."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path(
+        "signin/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("signout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("memories.urls")),
+]

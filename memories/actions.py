@@ -1,0 +1,611 @@
+"""The memory store's actions: every write to facts and conflicts goes through here.
+
+Each action checks who may act before it reads the row it names, gathers its
+inputs under the lock it needs, calls the pure core and applies the result in
+one transaction. Views, the API, management commands and tasks call these; no
+other code writes facts or conflicts.
+
+Locking: a write takes a transaction-scoped advisory lock on its *slot*,
+(scope, subject, exclusion group or predicate), before it reads the clock and
+the slot's standing facts, so concurrent writers to one slot serialize and
+each decides on what the previous one committed. Writers to different slots
+take different locks and never wait for each other.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memories import decisions
+from memories.decisions import (
+    Assertion,
+    Evidence,
+    PredicateSpec,
+    Rejected,
+    SourceSpec,
+    StandingFact,
+    Vocabulary,
+)
+from memories.errors import Forbidden, NotFound, StateConflict
+from memories.models import (
+    Bucket,
+    Conflict,
+    ConflictMember,
+    Entity,
+    Fact,
+    InvalidationKind,
+    MemberRole,
+    ObjectKind,
+    Outcome,
+    Predicate,
+    Resolution,
+    Scope,
+    SourceType,
+)
+from memories.normalize import value_key
+from memories.roles import is_steward_of
+
+# --- vocabulary -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedVocabulary:
+    """The pure vocabulary plus the row ids the shell needs to write."""
+
+    spec: Vocabulary
+    predicate_ids: Mapping[str, int]
+    source_ids: Mapping[str, int]
+    source_names: Mapping[int, str]
+
+
+def load_vocabulary() -> LoadedVocabulary:
+    predicates = list(Predicate.objects.all())
+    sources = list(SourceType.objects.all())
+    return LoadedVocabulary(
+        spec=Vocabulary(
+            predicates={
+                p.name: PredicateSpec(
+                    name=p.name,
+                    cardinality=p.cardinality,  # type: ignore[arg-type]
+                    default_epistemic=p.default_epistemic,
+                    policy=p.policy,  # type: ignore[arg-type]
+                    exclusion_group=p.exclusion_group,
+                    event_like=p.event_like,
+                )
+                for p in predicates
+            },
+            sources={
+                s.name: SourceSpec(
+                    name=s.name,
+                    trust_rank=s.trust_rank,
+                    confidence_ceiling=s.confidence_ceiling,
+                    decays=s.decays,
+                )
+                for s in sources
+            },
+        ),
+        predicate_ids={p.name: p.pk for p in predicates},
+        source_ids={s.name: s.pk for s in sources},
+        source_names={s.pk: s.name for s in sources},
+    )
+
+
+# --- lookups ----------------------------------------------------------------------
+
+
+def writable_scope(actor, name: str) -> Scope:
+    """The scope ``actor`` may write, by name; absent and forbidden answer alike."""
+    scope = Scope.objects.visible_to(actor).filter(name=name).first()
+    if scope is None:
+        raise NotFound("scope")
+    return scope
+
+
+def readable_fact(actor, fact_id: UUID | str) -> Fact:
+    """A fact ``actor`` may read; anything else is :class:`NotFound`."""
+    try:
+        fact_uuid = UUID(str(fact_id))
+    except ValueError:
+        raise NotFound("fact") from None
+    fact = Fact.objects.readable_by(actor).for_display().filter(pk=fact_uuid).first()
+    if fact is None:
+        raise NotFound("fact")
+    return fact
+
+
+def find_entity(scope: Scope, name: str) -> Entity | None:
+    """The entity named ``name`` (or with it as an alias) in ``scope``, if any."""
+    return _find_entity(scope, value_key(name))
+
+
+def _find_entity(scope: Scope, key: str) -> Entity | None:
+    # An exact name wins over an alias, so the lookup is deterministic when
+    # one entity's name is another's alias.
+    by_name = Entity.objects.filter(scope=scope, key=key).first()
+    if by_name is not None:
+        return by_name
+    return Entity.objects.filter(scope=scope, alias_keys__contains=[key]).order_by("pk").first()
+
+
+def get_or_create_entity(scope: Scope, name: str) -> Entity:
+    """Find by name or alias, else create, safely under concurrent writers.
+
+    ``INSERT … ON CONFLICT DO NOTHING`` waits for a concurrent transaction
+    inserting the same key and then yields to it, so sixteen writers naming a
+    new entity at once end with one row.
+    """
+    key = value_key(name)
+    found = _find_entity(scope, key)
+    if found is not None:
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Entity._meta.db_table}
+                (scope_id, name, key, type, aliases, alias_keys, created_at)
+            VALUES (%s, %s, %s, '', '{{}}', '{{}}', now())
+            ON CONFLICT (scope_id, key) DO NOTHING
+            """,
+            [scope.pk, name.strip(), key],
+        )
+    return Entity.objects.get(scope=scope, key=key)
+
+
+def _lock_slot(scope_id: int, subject_id: int, slot_name: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"claimgraph:slot:{scope_id}:{subject_id}:{slot_name}"],
+        )
+
+
+def lock_fact_slot(fact: Fact) -> None:
+    """Take the slot lock of an existing fact (for actions that end or re-point it)."""
+    group = fact.predicate.exclusion_group
+    slot = f"group:{group}" if group else f"predicate:{fact.predicate.name}"
+    _lock_slot(fact.scope_id, fact.subject_id, slot)
+
+
+# --- assert -----------------------------------------------------------------------
+
+
+@dataclass
+class AssertResult:
+    status: str
+    fact: Fact
+    reason: str | None = None
+    candidates: list[Fact] = field(default_factory=list)
+    superseded: list[UUID] = field(default_factory=list)
+    conflict: Conflict | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.status != "reinforced"
+
+
+def assert_fact(
+    *,
+    actor,
+    data: Mapping[str, Any],
+    now: datetime | None = None,
+    vocabulary: LoadedVocabulary | None = None,
+) -> AssertResult:
+    """Weigh one assertion against the store and record the outcome (SPEC §2).
+
+    Raises :class:`Rejected` for bad input and :class:`NotFound` for a scope
+    that is absent or not writable by ``actor``; in both cases nothing is
+    written.
+    """
+    vocab = vocabulary or load_vocabulary()
+    assertion = decisions.parse_assertion(data, vocab.spec, now=now or timezone.now())
+    scope = writable_scope(actor, assertion.scope)
+    with transaction.atomic():
+        return _assert_in_scope(actor, scope, assertion, vocab, now)
+
+
+def _assert_in_scope(
+    actor, scope: Scope, assertion: Assertion, vocab: LoadedVocabulary, now: datetime | None
+) -> AssertResult:
+    subject = get_or_create_entity(scope, assertion.subject)
+    object_ref = None
+    if assertion.object_kind == ObjectKind.ENTITY:
+        object_ref = get_or_create_entity(scope, assertion.object)
+        object_key = str(object_ref.pk)
+    else:
+        object_key = value_key(assertion.object)
+
+    _lock_slot(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate))
+    # The clock is read under the lock: a time read before it could be older
+    # than a fact a previous holder of the lock just committed.
+    now = now or timezone.now()
+    t_valid = assertion.t_valid or now
+    if assertion.t_invalid is not None and assertion.t_invalid <= t_valid:
+        raise Rejected("t_invalid", "must be after t_valid")
+    standing = _standing_facts(actor, scope, subject, assertion, object_key, vocab)
+    incoming = decisions.incoming_from(assertion, object_key, t_valid=t_valid)
+    decision = decisions.decide(
+        incoming,
+        standing,
+        vocab.spec,
+        now=now,
+        trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK,
+    )
+
+    if decision.status == "reinforced":
+        reinforcement = decision.reinforcement
+        assert reinforcement is not None
+        Fact.objects.filter(pk=reinforcement.fact_id).update(
+            last_reinforced_at=now,
+            confidence=reinforcement.confidence,
+            source_type_id=vocab.source_ids[reinforcement.source_type],
+            evidence=[item.as_dict() for item in reinforcement.evidence],
+        )
+        return AssertResult("reinforced", Fact.objects.for_display().get(pk=reinforcement.fact_id))
+
+    fact = Fact(
+        scope=scope,
+        subject=subject,
+        predicate_id=vocab.predicate_ids[assertion.predicate],
+        object_kind=assertion.object_kind,
+        object_ref=object_ref,
+        object_lit=assertion.object if object_ref is None else None,
+        object_key=object_key,
+        epistemic=assertion.epistemic,
+        source_type_id=vocab.source_ids[assertion.source_type],
+        confidence=decision.confidence,
+        episode=assertion.episode,
+        statement=assertion.statement,
+        evidence=[item.as_dict() for item in assertion.evidence],
+        author=actor,
+        bucket=assertion.bucket,
+        t_valid=t_valid,
+        t_invalid=assertion.t_invalid,
+        recorded_at=now,
+        last_reinforced_at=now,
+    )
+    if decision.supersedes:
+        # Close first: an escalation replaces a fact with the same value, and
+        # the one-live-fact index would refuse the new row while the old one
+        # is open. The foreign key to the new row is checked at commit.
+        _close(
+            decision.supersedes,
+            at=t_valid,
+            now=now,
+            actor=actor,
+            kind=InvalidationKind.SUPERSEDED,
+            reason=decision.rationale,
+            superseded_by=fact.pk,
+        )
+    fact.save(force_insert=True)
+
+    conflict = None
+    if decision.status == "flagged":
+        conflict = Conflict.objects.create(
+            scope=scope,
+            kind=decision.reason,
+            subject=subject,
+            predicate_id=fact.predicate_id,
+            opened_at=now,
+        )
+        ConflictMember.objects.bulk_create(
+            [ConflictMember(conflict=conflict, fact=fact, role=MemberRole.INCOMING, disputes=True)]
+            + [
+                ConflictMember(
+                    conflict=conflict, fact_id=fact_id, role=MemberRole.EXISTING, disputes=False
+                )
+                for fact_id in decision.candidates
+            ]
+        )
+    if decision.supersedes:
+        close_moot_conflicts(decision.supersedes, now=now)
+
+    fact = Fact.objects.for_display().get(pk=fact.pk)
+    candidates = list(Fact.objects.for_display().filter(pk__in=decision.candidates))
+    return AssertResult(
+        status=decision.status,
+        fact=fact,
+        reason=decision.reason,
+        candidates=candidates,
+        superseded=[UUID(str(fact_id)) for fact_id in decision.supersedes],
+        conflict=conflict,
+    )
+
+
+def _standing_facts(
+    actor,
+    scope: Scope,
+    subject: Entity,
+    assertion: Assertion,
+    object_key: str,
+    vocab: LoadedVocabulary,
+) -> list[StandingFact]:
+    """The slot's live facts, plus earlier facts with the incoming value (for revenants)."""
+    slot_predicates = vocab.spec.slot_predicates(assertion.predicate)
+    rows = Fact.objects.filter(
+        Q(t_invalid__isnull=True)
+        | Q(
+            predicate_id=vocab.predicate_ids[assertion.predicate],
+            object_kind=assertion.object_kind,
+            object_key=object_key,
+        ),
+        scope=scope,
+        subject=subject,
+        bucket=assertion.bucket,
+        predicate_id__in=[vocab.predicate_ids[name] for name in slot_predicates],
+    )
+    if assertion.bucket == Bucket.USER:
+        rows = rows.filter(author=actor)
+    predicate_names = {pk: name for name, pk in vocab.predicate_ids.items()}
+    return [
+        StandingFact(
+            id=fact_id,
+            predicate=predicate_names[predicate_id],
+            object_kind=object_kind,
+            object_key=key,
+            epistemic=epistemic,
+            source_type=vocab.source_names[source_id],
+            confidence=confidence,
+            t_valid=t_valid,
+            t_invalid=t_invalid,
+            evidence=tuple(Evidence(**item) for item in evidence),
+        )
+        for (
+            fact_id,
+            predicate_id,
+            object_kind,
+            key,
+            epistemic,
+            source_id,
+            confidence,
+            t_valid,
+            t_invalid,
+            evidence,
+        ) in rows.values_list(
+            "id",
+            "predicate_id",
+            "object_kind",
+            "object_key",
+            "epistemic",
+            "source_type_id",
+            "confidence",
+            "t_valid",
+            "t_invalid",
+            "evidence",
+        )
+    ]
+
+
+# --- ending facts -------------------------------------------------------------------
+
+
+def _close(
+    fact_ids: Iterable[UUID | str],
+    *,
+    at: datetime,
+    now: datetime,
+    actor,
+    kind: str,
+    reason: str,
+    superseded_by: UUID | None = None,
+) -> int:
+    return Fact.objects.filter(pk__in=list(fact_ids), t_invalid__isnull=True).update(
+        t_invalid=at,
+        invalidated_at=now,
+        invalidated_by=actor,
+        invalidation_kind=kind,
+        invalidation_reason=reason,
+        superseded_by_id=superseded_by,
+    )
+
+
+def close_moot_conflicts(fact_ids: Iterable[UUID | str], *, now: datetime) -> list[Conflict]:
+    """Close the open conflicts of these facts that no longer have two sides (SPEC §3)."""
+    conflicts = list(
+        Conflict.objects.open()
+        .filter(pk__in=ConflictMember.objects.filter(fact_id__in=list(fact_ids)).values("conflict"))
+        .select_for_update()
+        .prefetch_related("members__fact")
+    )
+    closed = []
+    for conflict in conflicts:
+        members = [(m.role, m.fact.is_live) for m in conflict.members.all()]
+        if decisions.conflict_is_moot(members):
+            conflict.resolution = Resolution.MOOT
+            conflict.resolved_at = now
+            conflict.reason = "closed by itself: a side of it is no longer live"
+            conflict.save(update_fields=["resolution", "resolved_at", "reason"])
+            closed.append(conflict)
+    return closed
+
+
+@dataclass
+class InvalidateResult:
+    fact: Fact
+    at: datetime
+    status: str = "invalidated"
+
+
+def may_end(actor, fact: Fact) -> bool:
+    """The fact's author or a steward of its scope may invalidate or correct it."""
+    return bool(actor.is_active and fact.author_id == actor.pk) or is_steward_of(actor, fact.scope)
+
+
+def invalidate_fact(
+    *,
+    actor,
+    fact_id: UUID | str,
+    reason: str,
+    at: datetime | None = None,
+    now: datetime | None = None,
+    kind: str = InvalidationKind.INVALIDATED,
+) -> InvalidateResult:
+    """Close a fact's valid interval (at ``at``, default now), recording who and why (SPEC §3).
+
+    The fact's author or a steward of its scope may do it. An invalidated fact
+    is never reopened: a later equal assertion creates a new fact.
+    """
+    fact = readable_fact(actor, fact_id)
+    if not may_end(actor, fact):
+        raise Forbidden("only the fact's author or a steward may invalidate it")
+    reason = _required_reason(reason, "reason")
+    with transaction.atomic():
+        lock_fact_slot(fact)
+        now = now or timezone.now()
+        at = at or now
+        fact = Fact.objects.select_for_update().get(pk=fact.pk)
+        if not fact.is_live:
+            raise StateConflict("the fact is already invalid")
+        if at <= fact.t_valid:
+            raise Rejected("t_invalid", "must be after the fact's t_valid")
+        _close([fact.pk], at=at, now=now, actor=actor, kind=kind, reason=reason)
+        close_moot_conflicts([fact.pk], now=now)
+    return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
+
+
+def _required_reason(value: Any, field_name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Rejected(field_name, "is required: say why")
+    if "\x00" in value or len(value) > 5_000:
+        raise Rejected(field_name, "must be at most 5,000 characters of text")
+    return value.strip()
+
+
+# --- conflicts --------------------------------------------------------------------
+
+
+def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
+    try:
+        conflict_uuid = UUID(str(conflict_id))
+    except ValueError:
+        raise NotFound("conflict") from None
+    conflict = (
+        Conflict.objects.filter(pk=conflict_uuid, scope__in=Scope.objects.visible_to(actor))
+        .select_related("scope", "subject", "predicate")
+        .first()
+    )
+    if conflict is None:
+        raise NotFound("conflict")
+    return conflict
+
+
+def may_resolve(actor, conflict: Conflict) -> bool:
+    """Stewards of the scope; for a conflict among ``user`` facts, also their author."""
+    if is_steward_of(actor, conflict.scope):
+        return True
+    authors = {
+        (bucket, author)
+        for bucket, author in conflict.members.values_list("fact__bucket", "fact__author_id")
+    }
+    return authors == {(Bucket.USER, actor.pk)}
+
+
+RESOLVE_ACTIONS = ("keep", "coexist", "dismiss")
+
+
+def resolve_conflict(
+    *,
+    actor,
+    conflict_id: UUID | str,
+    action: str,
+    reason: str,
+    keep: Sequence[UUID | str] = (),
+    now: datetime | None = None,
+) -> Conflict:
+    """A human's ruling on an open conflict (SPEC §3); a reason is required.
+
+    ``keep``: the named members stay, every other live member is invalidated
+    with the reason. ``coexist``: all stay valid and stop being disputed.
+    ``dismiss``: a false positive; everything stays as it is.
+    """
+    conflict = visible_conflict(actor, conflict_id)
+    if not may_resolve(actor, conflict):
+        raise Forbidden("only a steward of the scope may resolve this conflict")
+    if action not in RESOLVE_ACTIONS:
+        raise Rejected("action", f"must be one of {', '.join(RESOLVE_ACTIONS)}")
+    reason = _required_reason(reason, "reason")
+    try:
+        keep_ids = {UUID(str(fact_id)) for fact_id in keep}
+    except ValueError:
+        raise Rejected("keep", "must list fact ids") from None
+    if action == "keep" and not keep_ids:
+        raise Rejected("keep", "name at least one fact to keep")
+    if action != "keep" and keep_ids:
+        raise Rejected("keep", f"is only for the keep action, not {action}")
+
+    with transaction.atomic():
+        group = conflict.predicate.exclusion_group
+        slot = f"group:{group}" if group else f"predicate:{conflict.predicate.name}"
+        _lock_slot(conflict.scope_id, conflict.subject_id, slot)
+        now = now or timezone.now()
+        conflict = Conflict.objects.select_for_update().get(pk=conflict.pk)
+        if not conflict.is_open:
+            raise StateConflict("the conflict is already resolved")
+        members = list(conflict.members.select_related("fact"))
+        member_ids = {m.fact_id for m in members}
+        if not keep_ids <= member_ids:
+            raise Rejected("keep", "names a fact that is not a candidate of this conflict")
+        ended = []
+        if action == "keep":
+            for member in members:
+                member.kept = member.fact_id in keep_ids
+                if not member.kept and member.fact.is_live:
+                    if now <= member.fact.t_valid:
+                        raise Rejected("keep", "a fact to end only becomes valid in the future")
+                    ended.append(member.fact_id)
+            ConflictMember.objects.bulk_update(members, ["kept"])
+            _close(
+                ended,
+                at=now,
+                now=now,
+                actor=actor,
+                kind=InvalidationKind.INVALIDATED,
+                reason=reason,
+            )
+        conflict.resolution = {
+            "keep": Resolution.KEPT,
+            "coexist": Resolution.COEXIST,
+            "dismiss": Resolution.DISMISSED,
+        }[action]
+        conflict.resolved_at = now
+        conflict.resolved_by = actor
+        conflict.reason = reason
+        conflict.save(update_fields=["resolution", "resolved_at", "resolved_by", "reason"])
+        if ended:
+            close_moot_conflicts(ended, now=now)
+    return conflict
+
+
+# --- outcomes ---------------------------------------------------------------------
+
+
+def record_outcome(
+    *,
+    actor,
+    fact_ids: Sequence[UUID | str],
+    outcome: str = "accepted",
+    now: datetime | None = None,
+) -> Outcome:
+    """Report facts used in accepted work: their disuse clock resets (SPEC §4, §12)."""
+    if outcome != "accepted":
+        raise Rejected("outcome", "must be 'accepted'")
+    if not fact_ids:
+        raise Rejected("fact_ids", "name at least one fact")
+    facts = [readable_fact(actor, fact_id) for fact_id in fact_ids]
+    scopes = {fact.scope_id for fact in facts}
+    if len(scopes) != 1:
+        raise Rejected("fact_ids", "all facts of one outcome must be in one scope")
+    with transaction.atomic():
+        now = now or timezone.now()
+        result = Outcome.objects.create(
+            scope_id=scopes.pop(), outcome=outcome, reported_by=actor, reported_at=now
+        )
+        result.facts.set(facts)
+        Fact.objects.filter(pk__in=[fact.pk for fact in facts]).update(last_reinforced_at=now)
+    return result

@@ -1,0 +1,119 @@
+"""Django admin for the memory store.
+
+Vocabulary and scopes are edited here. Facts and conflicts are shown for
+inspection but changed only through the actions (the write path, invalidation,
+conflict resolution), so their admin pages are read-only: an edit here would
+bypass the rules every other write obeys.
+"""
+
+from django.contrib import admin
+from guardian.admin import GuardedModelAdmin
+
+from memories.models import (
+    Conflict,
+    ConflictMember,
+    Entity,
+    Fact,
+    Outcome,
+    Predicate,
+    Scope,
+    SourceType,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Scope)
+class ScopeAdmin(GuardedModelAdmin):
+    list_display = ["name", "description", "created_at"]
+    search_fields = ["name", "description"]
+    filter_horizontal = ["members"]
+
+
+@admin.register(Entity)
+class EntityAdmin(admin.ModelAdmin):
+    list_display = ["name", "type", "scope", "aliases", "created_at"]
+    list_filter = ["scope", "type"]
+    search_fields = ["name", "key", "aliases"]
+    readonly_fields = ["key", "alias_keys", "created_at"]
+
+    def save_model(self, request, obj, form, change) -> None:
+        obj.set_keys()
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Predicate)
+class PredicateAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "cardinality",
+        "exclusion_group",
+        "default_epistemic",
+        "policy",
+        "event_like",
+    ]
+    list_filter = ["cardinality", "policy", "default_epistemic", "event_like"]
+    search_fields = ["name", "exclusion_group"]
+
+
+@admin.register(SourceType)
+class SourceTypeAdmin(admin.ModelAdmin):
+    list_display = ["name", "trust_rank", "confidence_ceiling", "decays"]
+    list_filter = ["trust_rank", "decays"]
+
+
+class ConflictMemberInline(admin.TabularInline):
+    model = ConflictMember
+    fields = ["fact", "role", "disputes", "kept"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Fact)
+class FactAdmin(ReadOnlyAdmin):
+    list_display = [
+        "subject",
+        "predicate",
+        "object_display",
+        "epistemic",
+        "source_type",
+        "confidence",
+        "bucket",
+        "scope",
+        "t_valid",
+        "t_invalid",
+        "recorded_at",
+    ]
+    list_filter = ["scope", "bucket", "epistemic", "source_type", "predicate", "invalidation_kind"]
+    list_select_related = ["subject", "predicate", "object_ref", "source_type", "scope"]
+    search_fields = ["subject__name", "object_lit", "object_ref__name", "episode", "statement"]
+    date_hierarchy = "recorded_at"
+    show_full_result_count = False
+
+
+@admin.register(Conflict)
+class ConflictAdmin(ReadOnlyAdmin):
+    list_display = ["kind", "subject", "predicate", "scope", "opened_at", "resolution"]
+    list_filter = ["kind", "resolution", "scope"]
+    list_select_related = ["subject", "predicate", "scope"]
+    search_fields = ["subject__name", "reason"]
+    inlines = [ConflictMemberInline]
+
+
+@admin.register(Outcome)
+class OutcomeAdmin(ReadOnlyAdmin):
+    list_display = ["outcome", "scope", "reported_by", "reported_at"]
+    list_filter = ["scope", "outcome"]

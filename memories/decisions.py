@@ -1,0 +1,564 @@
+"""The write path's decision: how a new assertion meets what already stands (SPEC §2).
+
+This module is the pure core. It reads no database, no clock and no settings:
+callers pass the vocabulary, the standing facts of the slot and ``now``, and
+get back a value saying what to do. ``memories.actions.assert_fact`` is the
+shell that gathers those inputs under a lock and applies the decision.
+
+``parse_assertion`` turns a raw mapping (a form, a JSON body, a JSONL line)
+into a checked :class:`Assertion` or raises :class:`Rejected` naming the field.
+
+``decide`` weighs one incoming fact against the standing facts of its slot.
+The rules, in the order they are checked:
+
+1. *rejected* — bad input never reaches ``decide``: ``parse_assertion``
+   refuses it first, and nothing is written.
+2. *duplicate* — a live fact with the same predicate and object stands:
+   - *escalation*: the caller explicitly stated a class that binds harder
+     (observation < preference < commitment) → the standing fact is
+     superseded by the new one, so history reads "observation, then
+     commitment". A class filled in from the predicate's default never
+     escalates.
+   - otherwise *reinforced*: no new fact; the disuse clock resets; the fact
+     is re-sourced when the incoming source's ceiling is strictly higher;
+     its base confidence becomes ``max(old, min(incoming, ceiling))`` and
+     the incoming evidence joins its support.
+3. *collisions* — live facts the incoming one contradicts (another object on
+   a ``one`` predicate that is not event-like; the same object under another
+   predicate of the exclusion group):
+   - any commitment involved → flagged *commitment*;
+   - the incoming ``t_valid`` is not after a colliding fact's → flagged
+     *backdated* (closing the older interval there would leave it valid at
+     no instant);
+   - a colliding fact's source outranks the incoming one → flagged
+     *outranked*;
+   - an exclusion-group collision, or policy ``supersede`` → *superseded*:
+     the colliding intervals close at the incoming ``t_valid``;
+   - policy ``review`` → flagged *contradiction*;
+   - policy ``parallel`` → the values coexist; go on to rule 4.
+4. *revenant* — the same value was invalidated before on this slot, a live
+   rival with another object stands, and the writer is low-trust → flagged
+   *revenant* against the rivals.
+5. *created* — otherwise.
+
+An assertion that arrives with its interval already closed (``t_invalid``
+given) is history, not a claim about now: it is never live, so it collides
+with nothing and is created as it is.
+
+Confidence is clamped into [0, 1] and then to the source's ceiling at birth;
+an assertion without one gets ``DEFAULT_CONFIDENCE``.
+"""
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+from uuid import UUID
+
+DEFAULT_CONFIDENCE = 0.8
+MAX_OBJECT_LENGTH = 2_000
+MAX_NAME_LENGTH = 500
+MAX_EPISODE_LENGTH = 200
+MAX_STATEMENT_LENGTH = 20_000
+MAX_EVIDENCE_ITEMS = 100
+MAX_EVIDENCE_TEXT = 2_000
+
+EPISTEMIC_STRENGTH = {"observation": 0, "preference": 1, "commitment": 2}
+OBJECT_KINDS = ("literal", "entity")
+BUCKETS = ("system", "user")
+
+ASSERTION_FIELDS = frozenset(
+    {
+        "scope",
+        "subject",
+        "predicate",
+        "object",
+        "object_kind",
+        "epistemic",
+        "source_type",
+        "confidence",
+        "t_valid",
+        "t_invalid",
+        "episode",
+        "statement",
+        "evidence",
+        "bucket",
+    }
+)
+
+Status = Literal["created", "reinforced", "superseded", "flagged"]
+Reason = Literal["commitment", "backdated", "outranked", "revenant", "contradiction"]
+
+
+class Rejected(ValueError):
+    """Invalid input: nothing is written. ``field`` names what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+# --- vocabulary ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredicateSpec:
+    name: str
+    cardinality: Literal["one", "many"]
+    default_epistemic: str
+    policy: Literal["supersede", "parallel", "review"]
+    exclusion_group: str = ""
+    event_like: bool = False
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    trust_rank: int
+    confidence_ceiling: float
+    decays: bool = True
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    predicates: Mapping[str, PredicateSpec]
+    sources: Mapping[str, SourceSpec]
+
+    def slot_predicates(self, predicate: str) -> tuple[str, ...]:
+        """The predicates whose facts can collide with one of ``predicate``."""
+        group = self.predicates[predicate].exclusion_group
+        if not group:
+            return (predicate,)
+        return tuple(
+            sorted(name for name, spec in self.predicates.items() if spec.exclusion_group == group)
+        )
+
+    def slot_name(self, predicate: str) -> str:
+        """What the slot lock is named after: the exclusion group, else the predicate."""
+        group = self.predicates[predicate].exclusion_group
+        return f"group:{group}" if group else f"predicate:{predicate}"
+
+
+# --- input --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evidence:
+    ref: str
+    quote: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"ref": self.ref, "quote": self.quote}
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A checked assertion: every field present, typed and within bounds."""
+
+    scope: str
+    subject: str
+    predicate: str
+    object: str
+    object_kind: Literal["literal", "entity"]
+    epistemic: str
+    epistemic_stated: bool
+    source_type: str
+    confidence: float
+    # None when not given: the shell fills in the time it reads under the lock.
+    t_valid: datetime | None
+    t_invalid: datetime | None
+    episode: str
+    statement: str
+    evidence: tuple[Evidence, ...]
+    bucket: Literal["system", "user"]
+
+
+def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: datetime) -> Assertion:
+    """Check a raw assertion; raise :class:`Rejected` naming the first bad field."""
+    unknown = sorted(set(raw) - ASSERTION_FIELDS)
+    if unknown:
+        raise Rejected(unknown[0], "is not a field of an assertion")
+
+    scope = _required_text(raw, "scope", MAX_NAME_LENGTH)
+    subject = _required_text(raw, "subject", MAX_NAME_LENGTH)
+    predicate = _required_text(raw, "predicate", MAX_NAME_LENGTH)
+    if predicate not in vocabulary.predicates:
+        raise Rejected("predicate", f"unknown predicate {predicate!r}")
+    object_kind = _choice(raw, "object_kind", OBJECT_KINDS, default="literal")
+    limit = MAX_NAME_LENGTH if object_kind == "entity" else MAX_OBJECT_LENGTH
+    obj = _required_text(raw, "object", limit)
+
+    source_type = _required_text(raw, "source_type", MAX_NAME_LENGTH)
+    if source_type not in vocabulary.sources:
+        raise Rejected("source_type", f"unknown source type {source_type!r}")
+
+    stated = raw.get("epistemic")
+    if stated is None or stated == "":
+        epistemic = vocabulary.predicates[predicate].default_epistemic
+    elif not isinstance(stated, str) or stated not in EPISTEMIC_STRENGTH:
+        raise Rejected(
+            "epistemic", f"must be one of {', '.join(EPISTEMIC_STRENGTH)}, not {stated!r}"
+        )
+    else:
+        epistemic = stated
+
+    confidence = raw.get("confidence")
+    if confidence is None:
+        confidence = DEFAULT_CONFIDENCE
+    elif isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise Rejected("confidence", f"must be a number, not {confidence!r}")
+    elif not math.isfinite(confidence):
+        raise Rejected("confidence", "must be a finite number")
+
+    t_valid = parse_time(raw.get("t_valid"), "t_valid")
+    t_invalid = parse_time(raw.get("t_invalid"), "t_invalid")
+    if t_invalid is not None and t_invalid <= (t_valid or now):
+        raise Rejected("t_invalid", "must be after t_valid")
+
+    return Assertion(
+        scope=scope,
+        subject=subject,
+        predicate=predicate,
+        object=obj,
+        object_kind=object_kind,  # type: ignore[arg-type]
+        epistemic=epistemic,
+        epistemic_stated=stated not in (None, ""),
+        source_type=source_type,
+        confidence=float(confidence),
+        t_valid=t_valid,
+        t_invalid=t_invalid,
+        episode=_optional_text(raw, "episode", MAX_EPISODE_LENGTH),
+        statement=_optional_text(raw, "statement", MAX_STATEMENT_LENGTH),
+        evidence=parse_evidence(raw.get("evidence"), "evidence"),
+        bucket=_choice(raw, "bucket", BUCKETS, default="system"),  # type: ignore[arg-type]
+    )
+
+
+def parse_time(value: Any, field: str) -> datetime | None:
+    """An ISO 8601 time (or a datetime); a time without offset is taken as UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise Rejected(field, f"is not an ISO 8601 time: {value!r}") from None
+    else:
+        raise Rejected(field, f"must be an ISO 8601 time, not {value!r}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def parse_evidence(value: Any, field: str) -> tuple[Evidence, ...]:
+    """Evidence as a list of ``{ref, quote}`` objects (a bare string is a ref)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise Rejected(field, "must be a list of {ref, quote} objects")
+    if len(value) > MAX_EVIDENCE_ITEMS:
+        raise Rejected(field, f"has more than {MAX_EVIDENCE_ITEMS} items")
+    items = []
+    for item in value:
+        if isinstance(item, str):
+            ref, quote = item, ""
+        elif isinstance(item, Mapping):
+            extra = sorted(set(item) - {"ref", "quote"})
+            if extra:
+                raise Rejected(field, f"an evidence item has an unknown key {extra[0]!r}")
+            ref, quote = item.get("ref"), item.get("quote", "")
+            if quote is None:
+                quote = ""
+        else:
+            raise Rejected(field, "each item must be a {ref, quote} object")
+        if not isinstance(ref, str) or not ref.strip():
+            raise Rejected(field, "each item needs a non-empty ref")
+        if not isinstance(quote, str):
+            raise Rejected(field, "an evidence quote must be text")
+        for text in (ref, quote):
+            _check_text(text, field, MAX_EVIDENCE_TEXT)
+        items.append(Evidence(ref=ref.strip(), quote=quote.strip()))
+    return tuple(items)
+
+
+def _check_text(value: str, field: str, limit: int) -> None:
+    if "\x00" in value:
+        raise Rejected(field, "must not contain a NUL character")
+    if len(value) > limit:
+        raise Rejected(field, f"is longer than {limit} characters")
+
+
+def _required_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
+    value = raw.get(field)
+    if value is None:
+        raise Rejected(field, "is required")
+    if not isinstance(value, str):
+        raise Rejected(field, "must be text")
+    value = value.strip()
+    if not value:
+        raise Rejected(field, "must not be empty")
+    _check_text(value, field, limit)
+    return value
+
+
+def _optional_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
+    value = raw.get(field)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Rejected(field, "must be text")
+    _check_text(value, field, limit)
+    return value.strip()
+
+
+def _choice(raw: Mapping[str, Any], field: str, choices: Sequence[str], *, default: str) -> str:
+    value = raw.get(field)
+    if value is None or value == "":
+        return default
+    if value not in choices:
+        raise Rejected(field, f"must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+# --- the decision -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """The incoming fact as ``decide`` sees it: object already reduced to its key."""
+
+    predicate: str
+    object_kind: str
+    object_key: str
+    epistemic: str
+    epistemic_stated: bool
+    source_type: str
+    confidence: float
+    t_valid: datetime
+    t_invalid: datetime | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True)
+class StandingFact:
+    """A fact already in the slot (same scope, bucket and, for ``user``, author)."""
+
+    id: UUID | str
+    predicate: str
+    object_kind: str
+    object_key: str
+    epistemic: str
+    source_type: str
+    confidence: float
+    t_valid: datetime
+    t_invalid: datetime | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def live(self) -> bool:
+        return self.t_invalid is None
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    fact_id: UUID | str
+    confidence: float
+    source_type: str
+    evidence: tuple[Evidence, ...]
+    resourced: bool
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: Status
+    reason: Reason | None = None
+    # The base confidence of the fact to create (every status but reinforced).
+    confidence: float | None = None
+    reinforcement: Reinforcement | None = None
+    # Facts whose interval closes at the incoming t_valid, pointing at the new fact.
+    supersedes: tuple[UUID | str, ...] = ()
+    # Facts a flagged write collided with: the conflict's standing members.
+    candidates: tuple[UUID | str, ...] = ()
+    rationale: str = ""
+
+
+def birth_confidence(requested: float, ceiling: float) -> float:
+    """Clamp into [0, 1], then to the source's ceiling."""
+    return min(max(requested, 0.0), 1.0, ceiling)
+
+
+def merge_evidence(
+    standing: Iterable[Evidence], incoming: Iterable[Evidence]
+) -> tuple[Evidence, ...]:
+    """Union of two supports, first-seen order, deduplicated by (ref, quote)."""
+    merged: dict[tuple[str, str], Evidence] = {}
+    for item in (*standing, *incoming):
+        merged.setdefault((item.ref, item.quote), item)
+    return tuple(merged.values())
+
+
+def decide(
+    incoming: Incoming,
+    standing: Sequence[StandingFact],
+    vocabulary: Vocabulary,
+    *,
+    now: datetime,
+    trusted_rank: int,
+) -> Decision:
+    """Weigh ``incoming`` against the standing facts of its slot (rules in the module doc).
+
+    ``standing`` holds the slot's live facts and any earlier facts with the
+    incoming predicate and object (for the revenant rule); anything else in it
+    is ignored.
+    """
+    predicate = vocabulary.predicates[incoming.predicate]
+    source = vocabulary.sources[incoming.source_type]
+    born = birth_confidence(incoming.confidence, source.confidence_ceiling)
+
+    if incoming.t_invalid is not None:
+        return Decision("created", confidence=born, rationale="a closed interval is history")
+
+    def same_value(fact: StandingFact) -> bool:
+        return (fact.object_kind, fact.object_key) == (incoming.object_kind, incoming.object_key)
+
+    live = [fact for fact in standing if fact.live]
+
+    # 2. duplicate
+    duplicate = next((f for f in live if f.predicate == incoming.predicate and same_value(f)), None)
+    if duplicate is not None:
+        escalates = (
+            incoming.epistemic_stated
+            and EPISTEMIC_STRENGTH[incoming.epistemic] > EPISTEMIC_STRENGTH[duplicate.epistemic]
+        )
+        if escalates:
+            if incoming.t_valid <= duplicate.t_valid:
+                return _flag("backdated", born, [duplicate], "escalation dated before the fact")
+            return Decision(
+                "superseded",
+                confidence=born,
+                supersedes=(duplicate.id,),
+                rationale=f"escalation: {duplicate.epistemic} restated as {incoming.epistemic}",
+            )
+        return Decision(
+            "reinforced", reinforcement=_reinforce(duplicate, incoming, born, vocabulary)
+        )
+
+    # 3. collisions
+    group = predicate.exclusion_group
+    by_cardinality = [
+        f
+        for f in live
+        if f.predicate == incoming.predicate
+        and predicate.cardinality == "one"
+        and not predicate.event_like
+        and not same_value(f)
+    ]
+    by_group = [
+        f
+        for f in live
+        if group
+        and f.predicate != incoming.predicate
+        and vocabulary.predicates[f.predicate].exclusion_group == group
+        and same_value(f)
+    ]
+    collisions = by_cardinality + by_group
+    if collisions:
+        if incoming.epistemic == "commitment" or any(
+            f.epistemic == "commitment" for f in collisions
+        ):
+            return _flag("commitment", born, collisions, "a commitment is never overruled")
+        if any(incoming.t_valid <= f.t_valid for f in collisions):
+            return _flag("backdated", born, collisions, "valid from before a standing fact")
+        if any(
+            vocabulary.sources[f.source_type].trust_rank > source.trust_rank for f in collisions
+        ):
+            return _flag("outranked", born, collisions, "a more trusted source stands")
+        if by_group or predicate.policy == "supersede":
+            return Decision(
+                "superseded",
+                confidence=born,
+                supersedes=tuple(f.id for f in collisions),
+                rationale="exclusion group" if by_group else "predicate policy supersede",
+            )
+        if predicate.policy == "review":
+            return _flag("contradiction", born, collisions, "predicate policy review")
+        # policy "parallel": the values coexist.
+
+    # 4. revenant
+    if source.trust_rank < trusted_rank:
+        buried = any(
+            not f.live and f.predicate == incoming.predicate and same_value(f) for f in standing
+        )
+        rivals = [f for f in live if f.predicate == incoming.predicate and not same_value(f)]
+        if buried and rivals:
+            return _flag("revenant", born, rivals, "a low-trust source revives a retired value")
+
+    # 5. created
+    return Decision("created", confidence=born)
+
+
+def _flag(reason: Reason, born: float, candidates: Sequence[StandingFact], why: str) -> Decision:
+    return Decision(
+        "flagged",
+        reason=reason,
+        confidence=born,
+        candidates=tuple(f.id for f in candidates),
+        rationale=why,
+    )
+
+
+def _reinforce(
+    fact: StandingFact, incoming: Incoming, born: float, vocabulary: Vocabulary
+) -> Reinforcement:
+    # Re-source only on a strictly higher ceiling: a human confirming a
+    # session extraction lifts it out of the session band, a tie changes nothing.
+    old_ceiling = vocabulary.sources[fact.source_type].confidence_ceiling
+    new_ceiling = vocabulary.sources[incoming.source_type].confidence_ceiling
+    resourced = new_ceiling > old_ceiling
+    source_type = incoming.source_type if resourced else fact.source_type
+    ceiling = max(new_ceiling, old_ceiling) if resourced else old_ceiling
+    # ``born`` is already capped by the incoming source's own ceiling, so a
+    # weaker source can never lift a fact above what it could assert itself.
+    confidence = max(fact.confidence, min(born, ceiling))
+    return Reinforcement(
+        fact_id=fact.id,
+        confidence=confidence,
+        source_type=source_type,
+        evidence=merge_evidence(fact.evidence, incoming.evidence),
+        resourced=resourced,
+    )
+
+
+def incoming_from(assertion: Assertion, object_key: str, *, t_valid: datetime) -> Incoming:
+    """The decision's view of a checked assertion whose object resolved to ``object_key``."""
+    return Incoming(
+        predicate=assertion.predicate,
+        object_kind=assertion.object_kind,
+        object_key=object_key,
+        epistemic=assertion.epistemic,
+        epistemic_stated=assertion.epistemic_stated,
+        source_type=assertion.source_type,
+        confidence=assertion.confidence,
+        t_valid=t_valid,
+        t_invalid=assertion.t_invalid,
+        evidence=assertion.evidence,
+    )
+
+
+def conflict_is_moot(members: Sequence[tuple[str, bool]]) -> bool:
+    """Whether an open conflict has closed by itself (SPEC §3).
+
+    ``members`` holds each member's (role, live). A conflict with an incoming
+    side is moot once its incoming fact is no longer live or none of its
+    standing facts is; one without (found among standing facts) once fewer
+    than two members are live.
+    """
+    incoming = [live for role, live in members if role == "incoming"]
+    standing = [live for role, live in members if role != "incoming"]
+    if incoming:
+        return not all(incoming) or not any(standing)
+    return sum(standing) < 2

@@ -1,0 +1,490 @@
+"""The memory store: scopes, entities, vocabulary, facts and conflicts (SPEC §1).
+
+Rows here are written only by ``memories.actions`` (and the admissions actions
+above it). What must never happen is refused by PostgreSQL itself through the
+constraints declared below, so a bug in Python cannot store an impossible fact.
+"""
+
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.functions import MD5
+
+from memories.confidence import effective_confidence, fact_decays
+from memories.normalize import value_key
+
+
+class Epistemic(models.TextChoices):
+    OBSERVATION = "observation"
+    PREFERENCE = "preference"
+    COMMITMENT = "commitment"
+
+
+class Cardinality(models.TextChoices):
+    ONE = "one"
+    MANY = "many"
+
+
+class Policy(models.TextChoices):
+    SUPERSEDE = "supersede"
+    PARALLEL = "parallel"
+    REVIEW = "review"
+
+
+class ObjectKind(models.TextChoices):
+    ENTITY = "entity"
+    LITERAL = "literal"
+
+
+class Bucket(models.TextChoices):
+    USER = "user"
+    SYSTEM = "system"
+
+
+class ScopeQuerySet(models.QuerySet["Scope"]):
+    def visible_to(self, user) -> "ScopeQuerySet":
+        """The scopes ``user`` may read: members, scope stewards, global stewards.
+
+        An inactive or anonymous account sees nothing.
+        """
+        from memories.roles import is_global_steward, steward_scope_ids
+
+        if not user.is_authenticated or not user.is_active:
+            return self.none()
+        if is_global_steward(user):
+            return self.all()
+        return self.filter(Q(members=user) | Q(pk__in=steward_scope_ids(user))).distinct()
+
+
+class Scope(models.Model):
+    """A security envelope: nothing is compared, linked or shown across scopes."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="member_scopes"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ScopeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("steward_scope", "Can act as a steward of the scope")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Entity(models.Model):
+    """A named thing in a scope, found by case-insensitive name or alias."""
+
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="entities")
+    name = models.CharField(max_length=500)
+    key = models.CharField(max_length=500, editable=False)
+    type = models.CharField(max_length=100, blank=True)
+    aliases = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    alias_keys = ArrayField(
+        models.CharField(max_length=500), default=list, blank=True, editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "entities"
+        ordering = ["scope", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="entity_unique_key_in_scope"),
+        ]
+        indexes = [GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_keys(self) -> None:
+        """Derive the comparison keys from the name and aliases (called by the writers)."""
+        self.key = value_key(self.name)
+        self.alias_keys = sorted({value_key(alias) for alias in self.aliases} - {self.key})
+
+
+class Predicate(models.Model):
+    """Vocabulary: how facts with this predicate compare and collide."""
+
+    name = models.CharField(max_length=200, unique=True)
+    cardinality = models.CharField(max_length=10, choices=Cardinality.choices)
+    exclusion_group = models.CharField(max_length=100, blank=True)
+    default_epistemic = models.CharField(max_length=20, choices=Epistemic.choices)
+    policy = models.CharField(max_length=20, choices=Policy.choices)
+    event_like = models.BooleanField(default=False)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SourceType(models.Model):
+    """Vocabulary: how far a kind of source is trusted and how confident it may be."""
+
+    name = models.CharField(max_length=100, unique=True)
+    trust_rank = models.PositiveSmallIntegerField()
+    confidence_ceiling = models.FloatField()
+    decays = models.BooleanField(
+        default=True, help_text="Facts from a source that does not decay keep their confidence."
+    )
+
+    class Meta:
+        ordering = ["-trust_rank", "name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(confidence_ceiling__gte=0, confidence_ceiling__lte=1),
+                name="source_type_ceiling_in_unit_interval",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class FactQuerySet(models.QuerySet["Fact"]):
+    def in_scope(self, scope: Scope) -> "FactQuerySet":
+        return self.filter(scope=scope)
+
+    def live(self) -> "FactQuerySet":
+        """Valid now: the interval is still open. Disputed facts are live."""
+        return self.filter(t_invalid__isnull=True)
+
+    def valid_at(self, at: datetime, *, known_at: datetime | None = None) -> "FactQuerySet":
+        """Facts valid at ``at`` as the store knew them at ``known_at`` (bitemporal).
+
+        Without ``known_at`` the store's present knowledge is used. With it, a
+        fact recorded later is unknown, and an interval closed later is still
+        open as far as that moment's knowledge goes.
+        """
+        if known_at is None:
+            return self.filter(Q(t_invalid__isnull=True) | Q(t_invalid__gt=at), t_valid__lte=at)
+        return self.filter(
+            Q(t_invalid__isnull=True) | Q(t_invalid__gt=at) | Q(invalidated_at__gt=known_at),
+            t_valid__lte=at,
+            recorded_at__lte=known_at,
+        )
+
+    def with_disputed(self, *, known_at: datetime | None = None) -> "FactQuerySet":
+        """Annotate ``disputed``: the fact is a disputed member of a conflict open then."""
+        members = ConflictMember.objects.filter(fact=OuterRef("pk"), disputes=True)
+        if known_at is None:
+            members = members.filter(conflict__resolved_at__isnull=True)
+        else:
+            members = members.filter(
+                Q(conflict__resolved_at__isnull=True) | Q(conflict__resolved_at__gt=known_at),
+                conflict__opened_at__lte=known_at,
+            )
+        return self.annotate(disputed=Exists(members))
+
+    def undisputed(self, *, known_at: datetime | None = None) -> "FactQuerySet":
+        return self.with_disputed(known_at=known_at).filter(disputed=False)
+
+    def readable_by(self, user) -> "FactQuerySet":
+        """Facts in the user's scopes; a ``user`` bucket fact only for its author or a steward."""
+        from memories.roles import is_global_steward, steward_scope_ids
+
+        if not user.is_authenticated or not user.is_active:
+            return self.none()
+        scopes = Scope.objects.visible_to(user)
+        visible = self.filter(scope__in=scopes)
+        if is_global_steward(user):
+            return visible
+        return visible.filter(
+            Q(bucket=Bucket.SYSTEM) | Q(author=user) | Q(scope_id__in=steward_scope_ids(user))
+        )
+
+    def for_display(self) -> "FactQuerySet":
+        return self.select_related(
+            "scope", "subject", "predicate", "object_ref", "source_type", "author"
+        )
+
+
+class InvalidationKind(models.TextChoices):
+    INVALIDATED = "invalidated"
+    SUPERSEDED = "superseded"
+    WITHDRAWN = "withdrawn"
+
+
+class Fact(models.Model):
+    """One claim: subject, predicate, object, with its provenance and two timelines.
+
+    Valid time (``t_valid`` .. ``t_invalid``) says when the fact held in the
+    world; transaction time (``recorded_at``, ``invalidated_at``) says when this
+    store learned it. Nothing is deleted: invalidation closes the valid interval
+    and records who, when and why.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="facts")
+    subject = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="facts_as_subject")
+    predicate = models.ForeignKey(Predicate, on_delete=models.PROTECT, related_name="facts")
+    object_kind = models.CharField(max_length=10, choices=ObjectKind.choices)
+    object_ref = models.ForeignKey(
+        Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="facts_as_object"
+    )
+    # Null, not "", for an entity object: the check constraint ties null to the kind.
+    object_lit = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # The comparison key of the object: the literal's normalized text, or the
+    # entity's id. Two facts hold the same object when kind and key are equal.
+    object_key = models.TextField(editable=False)
+    epistemic = models.CharField(max_length=20, choices=Epistemic.choices)
+    source_type = models.ForeignKey(SourceType, on_delete=models.PROTECT, related_name="facts")
+    confidence = models.FloatField()
+    episode = models.CharField(max_length=200, blank=True, db_index=True)
+    statement = models.TextField(blank=True)
+    evidence = models.JSONField(default=list, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="facts"
+    )
+    bucket = models.CharField(max_length=10, choices=Bucket.choices, default=Bucket.SYSTEM)
+    t_valid = models.DateTimeField()
+    t_invalid = models.DateTimeField(null=True, blank=True)
+    recorded_at = models.DateTimeField()
+    last_reinforced_at = models.DateTimeField()
+    invalidated_at = models.DateTimeField(null=True, blank=True)
+    invalidated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="invalidated_facts",
+    )
+    invalidation_kind = models.CharField(
+        max_length=20, choices=InvalidationKind.choices, blank=True
+    )
+    invalidation_reason = models.TextField(blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+
+    objects = FactQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["recorded_at", "id"]
+        constraints = [
+            # One live fact per (scope, bucket, author-if-user, subject,
+            # predicate, object): the write path reinforces instead. The object
+            # key can be 2,000 characters of any script, longer than a btree
+            # entry may be, so the index holds its MD5.
+            models.UniqueConstraint(
+                F("scope"),
+                F("subject"),
+                F("predicate"),
+                F("object_kind"),
+                MD5("object_key"),
+                name="fact_one_live_system_fact_per_slot_value",
+                condition=Q(t_invalid__isnull=True, bucket="system"),
+            ),
+            models.UniqueConstraint(
+                F("scope"),
+                F("author"),
+                F("subject"),
+                F("predicate"),
+                F("object_kind"),
+                MD5("object_key"),
+                name="fact_one_live_user_fact_per_author_slot_value",
+                condition=Q(t_invalid__isnull=True, bucket="user"),
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0, confidence__lte=1),
+                name="fact_confidence_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(
+                        object_kind="entity",
+                        object_ref__isnull=False,
+                        object_lit__isnull=True,
+                    )
+                    | Q(object_kind="literal", object_ref__isnull=True, object_lit__isnull=False)
+                ),
+                name="fact_object_matches_kind",
+            ),
+            models.CheckConstraint(
+                condition=Q(t_invalid__isnull=True) | Q(t_invalid__gt=F("t_valid")),
+                name="fact_invalid_after_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(bucket__in=["user", "system"]), name="fact_bucket_known"
+            ),
+            models.CheckConstraint(
+                condition=Q(epistemic__in=["observation", "preference", "commitment"]),
+                name="fact_epistemic_known",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["scope", "subject", "predicate"],
+                name="fact_live_slot",
+                condition=Q(t_invalid__isnull=True),
+            ),
+            # Not on object_key: a 2,000-character literal can outgrow a btree
+            # entry. A slot holds few facts, so filtering them is cheap.
+            models.Index(fields=["scope", "subject", "predicate"], name="fact_slot"),
+            models.Index(fields=["scope", "recorded_at"], name="fact_scope_recorded"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} {self.predicate} {self.object_display}"
+
+    @property
+    def object_display(self) -> str:
+        if self.object_kind == ObjectKind.ENTITY and self.object_ref is not None:
+            return self.object_ref.name
+        return self.object_lit or ""
+
+    @property
+    def is_live(self) -> bool:
+        return self.t_invalid is None
+
+    def effective_confidence(self, at: datetime) -> float:
+        """The base confidence decayed by disuse up to ``at`` (SPEC §4)."""
+        return effective_confidence(
+            self.confidence,
+            last_reinforced_at=self.last_reinforced_at,
+            at=at,
+            decays=fact_decays(self.epistemic, self.source_type.decays),
+            half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
+            floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
+        )
+
+
+class ConflictKind(models.TextChoices):
+    COMMITMENT = "commitment"
+    BACKDATED = "backdated"
+    OUTRANKED = "outranked"
+    REVENANT = "revenant"
+    CONTRADICTION = "contradiction"
+    CRAWLER = "crawler"
+
+
+class Resolution(models.TextChoices):
+    KEPT = "kept"
+    COEXIST = "coexist"
+    DISMISSED = "dismissed"
+    # Closed without a ruling: its incoming member, or every standing
+    # member, stopped being live (SPEC §3).
+    MOOT = "moot"
+
+
+class ConflictQuerySet(models.QuerySet["Conflict"]):
+    def open(self) -> "ConflictQuerySet":
+        return self.filter(resolved_at__isnull=True)
+
+    def resolved(self) -> "ConflictQuerySet":
+        return self.filter(resolved_at__isnull=False)
+
+    def in_scope(self, scope: Scope) -> "ConflictQuerySet":
+        return self.filter(scope=scope)
+
+
+class Conflict(models.Model):
+    """Facts that contradict each other, open until a human rules (SPEC §3)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="conflicts")
+    kind = models.CharField(max_length=20, choices=ConflictKind.choices)
+    subject = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="conflicts")
+    predicate = models.ForeignKey(Predicate, on_delete=models.PROTECT, related_name="conflicts")
+    facts = models.ManyToManyField(Fact, through="ConflictMember", related_name="conflicts")
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="resolved_conflicts",
+    )
+    resolution = models.CharField(max_length=20, choices=Resolution.choices, blank=True)
+    reason = models.TextField(blank=True)
+
+    objects = ConflictQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["opened_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["scope", "opened_at"],
+                name="conflict_open_by_age",
+                condition=Q(resolved_at__isnull=True),
+            ),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    Q(resolved_at__isnull=True, resolution="")
+                    | Q(resolved_at__isnull=False) & ~Q(resolution="")
+                ),
+                name="conflict_resolution_iff_resolved",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} conflict on {self.subject} {self.predicate}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None
+
+
+class MemberRole(models.TextChoices):
+    INCOMING = "incoming"
+    EXISTING = "existing"
+
+
+class ConflictMember(models.Model):
+    """One fact's place in a conflict.
+
+    ``disputes`` is true for the member that is disputed while the conflict is
+    open: the incoming fact of a flagged write (the standing facts it collided
+    with stay believed), or every member of a conflict without an incoming
+    side. Stored rather than re-derived so the "disputed" read is one indexed
+    EXISTS.
+    """
+
+    conflict = models.ForeignKey(Conflict, on_delete=models.PROTECT, related_name="members")
+    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflict_memberships")
+    role = models.CharField(max_length=10, choices=MemberRole.choices)
+    disputes = models.BooleanField()
+    kept = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["conflict", "fact__recorded_at", "fact_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["conflict", "fact"], name="conflict_member_once"),
+        ]
+        indexes = [models.Index(fields=["fact"], name="conflict_member_fact")]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.fact_id}"
+
+
+class Outcome(models.Model):
+    """A report that facts were used in accepted work: the fact page's receipts."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="outcomes")
+    outcome = models.CharField(max_length=20, default="accepted")
+    reported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="outcomes"
+    )
+    reported_at = models.DateTimeField()
+    facts = models.ManyToManyField(Fact, related_name="outcomes")
+
+    class Meta:
+        ordering = ["reported_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} at {self.reported_at:%Y-%m-%d %H:%M}"

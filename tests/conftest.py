@@ -1,0 +1,77 @@
+"""Fixed characters for the tests: a steward, a member, an outsider who must see nothing.
+
+Every test that touches data runs on the real PostgreSQL (embedded by
+default, or the server named by DATABASE_URL).
+"""
+
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth.models import Group, User
+from guardian.shortcuts import assign_perm
+
+from memories.models import Scope
+from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
+
+
+def at(text: str) -> datetime:
+    """A UTC time from a short ISO string, for readable tests."""
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    # The default hasher is deliberately slow; tests create many accounts.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def scope(db) -> Scope:
+    return Scope.objects.create(name="project")
+
+
+@pytest.fixture
+def other_scope(db) -> Scope:
+    return Scope.objects.create(name="elsewhere")
+
+
+def make_user(username: str, **extra) -> User:
+    return User.objects.create_user(username=username, password="a-long-test-password", **extra)
+
+
+@pytest.fixture
+def member(scope) -> User:
+    user = make_user("mira")
+    scope.members.add(user)
+    return user
+
+
+@pytest.fixture
+def author(scope) -> User:
+    user = make_user("arlo")
+    scope.members.add(user)
+    return user
+
+
+@pytest.fixture
+def steward(scope) -> User:
+    """A global steward: a member of the stewards group."""
+    user = make_user("stella")
+    user.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+    return user
+
+
+@pytest.fixture
+def scope_steward(scope) -> User:
+    """A steward of ``scope`` only, through a guardian object permission."""
+    user = make_user("sasha")
+    assign_perm(STEWARD_PERMISSION, user, scope)
+    return user
+
+
+@pytest.fixture
+def outsider(other_scope) -> User:
+    """A member of another scope: must see nothing of ``scope``."""
+    user = make_user("otto")
+    other_scope.members.add(user)
+    return user

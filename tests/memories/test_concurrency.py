@@ -1,0 +1,132 @@
+"""Concurrent writers against the real database, with real threads.
+
+Each thread has its own database connection (Django keeps one per thread), so
+these are separate PostgreSQL sessions racing for the same rows and locks.
+"""
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections, transaction
+
+from memories.actions import _lock_slot, assert_fact
+from memories.models import Entity, Fact
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+WRITERS = 16
+
+
+def race(function, arguments):
+    """Run ``function`` once per argument, all released at the same instant."""
+    barrier = threading.Barrier(len(arguments))
+
+    def run(argument):
+        try:
+            barrier.wait()
+            return function(argument)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
+        return list(pool.map(run, arguments))
+
+
+def test_sixteen_writers_of_one_new_fact_make_one_row(member):
+    data = {
+        "scope": "project",
+        "subject": "AuthService",
+        "predicate": "core/uses",
+        "object": "redis",
+        "source_type": "code",
+    }
+    results = race(lambda _: assert_fact(actor=member, data=data).status, range(WRITERS))
+    assert Counter(results) == {"created": 1, "reinforced": WRITERS - 1}
+    assert Fact.objects.count() == 1
+    assert Entity.objects.filter(name="AuthService").count() == 1
+
+
+def test_sixteen_values_on_one_slot_leave_one_live_undisputed_value(member):
+    def write(version):
+        return assert_fact(
+            actor=member,
+            data={
+                "scope": "project",
+                "subject": "AuthService",
+                "predicate": "core/has-version",
+                "object": f"1.{version}",
+                "source_type": "code",
+            },
+        ).status
+
+    statuses = race(write, range(WRITERS))
+    assert statuses.count("created") == 1
+    assert set(statuses) <= {"created", "superseded", "flagged"}
+
+    facts = list(Fact.objects.with_disputed().order_by("t_valid"))
+    assert len(facts) == WRITERS
+    live_undisputed = [f for f in facts if f.is_live and not f.disputed]
+    assert len(live_undisputed) == 1
+    for fact in facts:
+        if fact is live_undisputed[0]:
+            continue
+        assert fact.superseded_by_id is not None or fact.disputed
+    # No interval is lost: each superseded fact ends exactly where its successor begins.
+    successors = {f.pk: f for f in facts}
+    for fact in facts:
+        if fact.superseded_by_id:
+            assert fact.t_invalid == successors[fact.superseded_by_id].t_valid
+
+
+def test_writers_on_different_slots_do_not_wait_for_each_other(member, scope):
+    """Hold one slot's lock in another session; a write to another slot goes straight through."""
+    held = threading.Event()
+    release = threading.Event()
+    subject = Entity(scope=scope, name="HeldService")
+    subject.set_keys()
+    subject.save()
+
+    def hold_the_lock():
+        try:
+            with transaction.atomic():
+                _lock_slot(scope.pk, subject.pk, "predicate:core/has-version")
+                held.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    assert held.wait(timeout=10)
+
+    def timed_write(subject_name):
+        started = time.monotonic()
+        assert_fact(
+            actor=member,
+            data={
+                "scope": "project",
+                "subject": subject_name,
+                "predicate": "core/has-version",
+                "object": "1.0",
+                "source_type": "code",
+            },
+        )
+        connections.close_all()
+        return time.monotonic() - started
+
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            free = pool.submit(timed_write, "OtherService").result(timeout=10)
+            blocked = pool.submit(timed_write, "HeldService")
+            time.sleep(1.0)
+            assert not blocked.done(), "a write to the held slot must wait for the lock"
+            release.set()
+            waited = blocked.result(timeout=10)
+    finally:
+        release.set()
+        holder.join()
+    assert free < 1.0
+    assert waited >= 1.0
