@@ -24,6 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories import decisions
+from memories.audit import fact_state, record_audit
 from memories.decisions import (
     Assertion,
     Evidence,
@@ -303,7 +304,37 @@ def _assert_in_scope(
                 for fact_id in decision.candidates
             ]
         )
+        record_audit(
+            at=now,
+            actor=actor,
+            scope_id=scope.pk,
+            action="opened-conflict",
+            target=conflict,
+            after={
+                "kind": conflict.kind,
+                "incoming": str(fact.pk),
+                "candidates": [str(c) for c in decision.candidates],
+            },
+            rule=f"write path: {decision.reason}",
+            reason=decision.rationale,
+        )
     if decision.supersedes:
+        for old_id in decision.supersedes:
+            record_audit(
+                at=now,
+                actor=actor,
+                scope_id=scope.pk,
+                action="superseded",
+                target=fact,
+                before={"fact": str(old_id), "t_invalid": None},
+                after={
+                    "fact": str(old_id),
+                    "t_invalid": t_valid.isoformat(),
+                    "superseded_by": str(fact.pk),
+                },
+                rule="write path: supersede",
+                reason=decision.rationale,
+            )
         close_moot_conflicts(decision.supersedes, now=now)
 
     fact = Fact.objects.for_display().get(pk=fact.pk)
@@ -421,6 +452,16 @@ def close_moot_conflicts(fact_ids: Iterable[UUID | str], *, now: datetime) -> li
             conflict.resolved_at = now
             conflict.reason = "closed by itself: a side of it is no longer live"
             conflict.save(update_fields=["resolution", "resolved_at", "reason"])
+            record_audit(
+                at=now,
+                actor=None,
+                scope_id=conflict.scope_id,
+                action="closed-conflict",
+                target=conflict,
+                before={"status": "open"},
+                after={"status": "resolved", "resolution": Resolution.MOOT},
+                rule="moot: a side is no longer live",
+            )
             closed.append(conflict)
     return closed
 
@@ -464,7 +505,19 @@ def invalidate_fact(
             raise StateConflict("the fact is already invalid")
         if at <= fact.t_valid:
             raise Rejected("t_invalid", "must be after the fact's t_valid")
+        before = fact_state(fact)
         _close([fact.pk], at=at, now=now, actor=actor, kind=kind, reason=reason)
+        fact.refresh_from_db()
+        record_audit(
+            at=now,
+            actor=actor,
+            scope_id=fact.scope_id,
+            action=kind,
+            target=fact,
+            before=before,
+            after=fact_state(fact),
+            reason=reason,
+        )
         close_moot_conflicts([fact.pk], now=now)
     return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
 
@@ -577,6 +630,21 @@ def resolve_conflict(
         conflict.resolved_by = actor
         conflict.reason = reason
         conflict.save(update_fields=["resolution", "resolved_at", "resolved_by", "reason"])
+        record_audit(
+            at=now,
+            actor=actor,
+            scope_id=conflict.scope_id,
+            action="resolved-conflict",
+            target=conflict,
+            before={"status": "open"},
+            after={
+                "status": "resolved",
+                "resolution": conflict.resolution,
+                "kept": sorted(str(fact_id) for fact_id in keep_ids),
+                "invalidated": sorted(str(fact_id) for fact_id in ended),
+            },
+            reason=reason,
+        )
         if ended:
             close_moot_conflicts(ended, now=now)
     return conflict
@@ -608,4 +676,12 @@ def record_outcome(
         )
         result.facts.set(facts)
         Fact.objects.filter(pk__in=[fact.pk for fact in facts]).update(last_reinforced_at=now)
+        record_audit(
+            at=now,
+            actor=actor,
+            scope_id=result.scope_id,
+            action="reported-outcome",
+            target=result,
+            after={"outcome": outcome, "facts": [str(fact.pk) for fact in facts]},
+        )
     return result

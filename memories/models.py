@@ -488,3 +488,94 @@ class Outcome(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} at {self.reported_at:%Y-%m-%d %H:%M}"
+
+
+class AuditEntry(models.Model):
+    """One line of the curator audit feed (SPEC §12): who did what, before, after, why.
+
+    Written by the actions, in the same transaction as the change it
+    describes, for every human action and every automatic change
+    (``actor`` null, ``rule`` naming what decided). Append-only.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField(db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="audit_entries",
+    )
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="audit_entries")
+    # A domain verb: asserted, invalidated, resolved-conflict, admitted, ...
+    action = models.CharField(max_length=50, db_index=True)
+    target_type = models.CharField(max_length=50)
+    target_id = models.CharField(max_length=64, db_index=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    # For automatic changes: the rule that decided and its rationale.
+    rule = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["scope", "at"], name="audit_scope_at")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_type} {self.target_id}"
+
+
+class EntityMerge(models.Model):
+    """A steward's record that two entities name the same thing (SPEC §12).
+
+    Append-only: a merge is undone by a later record with ``undo`` set that
+    names the merge it reverses. An entity is merged into ``into`` while its
+    latest merge record is not undone.
+    """
+
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="entity_merges")
+    entity = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="merges_from")
+    into = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="merges_into")
+    undoes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="undone_by"
+    )
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    at = models.DateTimeField()
+    reason = models.TextField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(entity=F("into")), name="entity_merge_not_into_itself"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entity_id} → {self.into_id}"
+
+
+class Withdrawal(models.Model):
+    """A steward's withdrawal of everything one episode wrote (SPEC §12).
+
+    ``withdrawn`` lists the facts the episode wrote that were closed (kind
+    ``withdrawn``); ``reinstated`` lists the facts those writes had superseded
+    that were restored, each with the state it had before, so the withdrawal
+    itself can be read back as history.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="withdrawals")
+    episode = models.CharField(max_length=200)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    at = models.DateTimeField()
+    reason = models.TextField()
+    withdrawn = models.JSONField(default=list)
+    reinstated = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"withdrawal of {self.episode}"
