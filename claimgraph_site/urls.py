@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from claimgraph_site.api import api
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path(
@@ -12,5 +14,7 @@ urlpatterns = [
         name="login",
     ),
     path("signout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/v1/", api.urls),
+    path("", include("admissions.urls")),
     path("", include("memories.urls")),
 ]

@@ -1,0 +1,3 @@
+"""The admissions pages of the console (candidates, challenges, verdicts)."""
+
+urlpatterns: list = []
