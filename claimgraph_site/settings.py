@@ -89,7 +89,11 @@ if DATABASE_URL := env_str("DATABASE_URL"):
 else:
     from claimgraph_site.lib.embedded_db import database_settings
 
-    DATABASES = {"default": database_settings(VAR_DIR)}
+    DATABASES = {
+        "default": database_settings(
+            VAR_DIR, env_str("CLAIMGRAPH_DATABASE_NAME", "claimgraph")
+        )
+    }
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
     DATABASES["default"]["TEST"] = {"NAME": test_database_name}

@@ -19,8 +19,12 @@ from typing import Any
 DATABASE_NAME = "claimgraph"
 
 
-def database_settings(var_dir: Path) -> dict[str, Any]:
-    """Start (or join) the embedded server and return Django's DATABASES entry."""
+def database_settings(var_dir: Path, name: str = DATABASE_NAME) -> dict[str, Any]:
+    """Start (or join) the embedded server and return Django's DATABASES entry.
+
+    ``name`` is the database to use on it, created when missing (benchmarks
+    use their own so they never touch the development data).
+    """
     import psycopg
 
     with warnings.catch_warnings():
@@ -38,16 +42,16 @@ def database_settings(var_dir: Path) -> dict[str, Any]:
         host=host, port=port, user="postgres", dbname="postgres", autocommit=True
     ) as connection:
         exists = connection.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]
+            "SELECT 1 FROM pg_database WHERE datname = %s", [name]
         ).fetchone()
         if not exists:
             # Two processes starting together (runserver and its reloader) may
             # both get here; the loser's CREATE fails harmlessly.
             with contextlib.suppress(psycopg.errors.DuplicateDatabase):
-                connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+                connection.execute(f'CREATE DATABASE "{name}"')
     return {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": DATABASE_NAME,
+        "NAME": name,
         "USER": "postgres",
         "PASSWORD": "",
         "HOST": host,
