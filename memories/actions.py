@@ -12,15 +12,17 @@ each decides on what the previous one committed. Writers to different slots
 take different locks and never wait for each other.
 """
 
+import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from memories import decisions
@@ -40,6 +42,7 @@ from memories.models import (
     Conflict,
     ConflictMember,
     Entity,
+    EntityMerge,
     Fact,
     InvalidationKind,
     MemberRole,
@@ -58,54 +61,104 @@ from memories.roles import is_steward_of
 
 @dataclass(frozen=True)
 class LoadedVocabulary:
-    """The pure vocabulary plus the row ids the shell needs to write."""
+    """The pure vocabulary plus the rows the shell needs to write facts."""
 
     spec: Vocabulary
-    predicate_ids: Mapping[str, int]
-    source_ids: Mapping[str, int]
-    source_names: Mapping[int, str]
+    predicates: Mapping[str, Predicate]
+    sources: Mapping[str, SourceType]
+
+    @cached_property
+    def predicate_names(self) -> Mapping[int, str]:
+        return {row.pk: name for name, row in self.predicates.items()}
+
+    @cached_property
+    def source_names(self) -> Mapping[int, str]:
+        return {row.pk: name for name, row in self.sources.items()}
+
+    def knows(self, data: Mapping[str, Any]) -> bool:
+        """Whether the predicate and source type ``data`` names are in this copy."""
+        return data.get("predicate") in self.predicates and data.get("source_type") in self.sources
 
 
-def load_vocabulary() -> LoadedVocabulary:
-    predicates = list(Predicate.objects.all())
-    sources = list(SourceType.objects.all())
-    return LoadedVocabulary(
+# The vocabulary is read on every write but edited rarely (in the admin), so
+# each process keeps a copy for a few seconds (CLAIMGRAPH_VOCABULARY_CACHE_SECONDS,
+# 0 = always read). An admin edit clears this process's copy at once; other
+# processes see it when their copy expires. A name missing from the copy
+# forces a fresh read, so a new predicate is usable immediately.
+_vocabulary_cache: tuple[float, LoadedVocabulary] | None = None
+
+
+def forget_vocabulary() -> None:
+    global _vocabulary_cache
+    _vocabulary_cache = None
+
+
+def load_vocabulary(data: Mapping[str, Any] | None = None) -> LoadedVocabulary:
+    global _vocabulary_cache
+    lifetime = settings.CLAIMGRAPH_VOCABULARY_CACHE_SECONDS
+    cached = _vocabulary_cache
+    if (
+        cached is not None
+        and time.monotonic() - cached[0] < lifetime
+        and (data is None or cached[1].knows(data))
+    ):
+        return cached[1]
+    predicates = {p.name: p for p in Predicate.objects.all()}
+    sources = {s.name: s for s in SourceType.objects.all()}
+    vocabulary = LoadedVocabulary(
         spec=Vocabulary(
             predicates={
-                p.name: PredicateSpec(
-                    name=p.name,
+                name: PredicateSpec(
+                    name=name,
                     cardinality=p.cardinality,  # type: ignore[arg-type]
                     default_epistemic=p.default_epistemic,
                     policy=p.policy,  # type: ignore[arg-type]
                     exclusion_group=p.exclusion_group,
                     event_like=p.event_like,
                 )
-                for p in predicates
+                for name, p in predicates.items()
             },
             sources={
-                s.name: SourceSpec(
-                    name=s.name,
+                name: SourceSpec(
+                    name=name,
                     trust_rank=s.trust_rank,
                     confidence_ceiling=s.confidence_ceiling,
                     decays=s.decays,
                 )
-                for s in sources
+                for name, s in sources.items()
             },
         ),
-        predicate_ids={p.name: p.pk for p in predicates},
-        source_ids={s.name: s.pk for s in sources},
-        source_names={s.pk: s.name for s in sources},
+        predicates=predicates,
+        sources=sources,
     )
+    _vocabulary_cache = (time.monotonic(), vocabulary)
+    return vocabulary
 
 
 # --- lookups ----------------------------------------------------------------------
 
 
 def writable_scope(actor, name: str) -> Scope:
-    """The scope ``actor`` may write, by name; absent and forbidden answer alike."""
-    scope = Scope.objects.visible_to(actor).filter(name=name).first()
-    if scope is None:
+    """The scope ``actor`` may write, by name; absent and forbidden answer alike.
+
+    Members are the common case and cost one query; stewards who are not
+    members are checked only when that finds nothing.
+    """
+    if not actor.is_authenticated or not actor.is_active:
         raise NotFound("scope")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, s.name, s.description, s.created_at FROM {Scope._meta.db_table} s"
+            f" JOIN {Scope.members.through._meta.db_table} m ON m.scope_id = s.id"
+            " WHERE s.name = %s AND m.user_id = %s",
+            [name, actor.pk],
+        )
+        row = cursor.fetchone()
+    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3]) if row else None
+    if scope is None:
+        scope = Scope.objects.filter(name=name).first()
+        if scope is None or not is_steward_of(actor, scope):
+            raise NotFound("scope")
     return scope
 
 
@@ -128,11 +181,40 @@ def find_entity(scope: Scope, name: str) -> Entity | None:
 
 def _find_entity(scope: Scope, key: str) -> Entity | None:
     # An exact name wins over an alias, so the lookup is deterministic when
-    # one entity's name is another's alias.
-    by_name = Entity.objects.filter(scope=scope, key=key).first()
-    if by_name is not None:
-        return by_name
-    return Entity.objects.filter(scope=scope, alias_keys__contains=[key]).order_by("pk").first()
+    # one entity's name is another's alias. An entity a steward merged into
+    # another answers as that other one (memories.merges); following the
+    # merge costs a second query only while a merge of it is in force.
+    # Raw SQL because this runs on every assertion, once or twice.
+    entity_table = Entity._meta.db_table
+    merge_table = EntityMerge._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+                   e.created_at,
+                   (SELECT m.into_id FROM {merge_table} m
+                     WHERE m.entity_id = e.id AND m.undoes_id IS NULL
+                       AND NOT EXISTS (SELECT 1 FROM {merge_table} u WHERE u.undoes_id = m.id)
+                     ORDER BY m.at, m.id LIMIT 1)
+              FROM (
+                (SELECT *, 0 AS by_alias FROM {entity_table} WHERE scope_id = %s AND key = %s)
+                UNION ALL
+                (SELECT *, 1 FROM {entity_table}
+                  WHERE scope_id = %s AND alias_keys @> ARRAY[%s]::varchar[]
+                  ORDER BY id LIMIT 1)
+              ) e
+             ORDER BY e.by_alias
+             LIMIT 1
+            """,
+            [scope.pk, key, scope.pk, key],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    *fields, merged_into = row
+    if merged_into is not None:
+        return Entity.objects.get(pk=merged_into)
+    return Entity(*fields)
 
 
 def get_or_create_entity(scope: Scope, name: str) -> Entity:
@@ -156,7 +238,11 @@ def get_or_create_entity(scope: Scope, name: str) -> Entity:
             """,
             [scope.pk, name.strip(), key],
         )
-    return Entity.objects.get(scope=scope, key=key)
+    # Through the lookup, not a plain get: the row we yielded to may have
+    # been merged into another entity since.
+    found = _find_entity(scope, key)
+    assert found is not None, "an entity row, once inserted, is never deleted"
+    return found
 
 
 def _lock_slot(scope_id: int, subject_id: int, slot_name: str) -> None:
@@ -204,7 +290,7 @@ def assert_fact(
     that is absent or not writable by ``actor``; in both cases nothing is
     written.
     """
-    vocab = vocabulary or load_vocabulary()
+    vocab = vocabulary or load_vocabulary(data)
     assertion = decisions.parse_assertion(data, vocab.spec, now=now or timezone.now())
     scope = writable_scope(actor, assertion.scope)
     with transaction.atomic():
@@ -245,7 +331,7 @@ def _assert_in_scope(
         Fact.objects.filter(pk=reinforcement.fact_id).update(
             last_reinforced_at=now,
             confidence=reinforcement.confidence,
-            source_type_id=vocab.source_ids[reinforcement.source_type],
+            source_type=vocab.sources[reinforcement.source_type],
             evidence=[item.as_dict() for item in reinforcement.evidence],
         )
         return AssertResult("reinforced", Fact.objects.for_display().get(pk=reinforcement.fact_id))
@@ -253,13 +339,13 @@ def _assert_in_scope(
     fact = Fact(
         scope=scope,
         subject=subject,
-        predicate_id=vocab.predicate_ids[assertion.predicate],
+        predicate=vocab.predicates[assertion.predicate],
         object_kind=assertion.object_kind,
         object_ref=object_ref,
         object_lit=assertion.object if object_ref is None else None,
         object_key=object_key,
         epistemic=assertion.epistemic,
-        source_type_id=vocab.source_ids[assertion.source_type],
+        source_type=vocab.sources[assertion.source_type],
         confidence=decision.confidence,
         episode=assertion.episode,
         statement=assertion.statement,
@@ -284,7 +370,7 @@ def _assert_in_scope(
             reason=decision.rationale,
             superseded_by=fact.pk,
         )
-    fact.save(force_insert=True)
+    _insert_fact(fact)
 
     conflict = None
     if decision.status == "flagged":
@@ -337,8 +423,13 @@ def _assert_in_scope(
             )
         close_moot_conflicts(decision.supersedes, now=now)
 
-    fact = Fact.objects.for_display().get(pk=fact.pk)
-    candidates = list(Fact.objects.for_display().filter(pk__in=decision.candidates))
+    # Every relation of the new row is already in memory (scope, entities,
+    # vocabulary rows, author): no need to read the row back.
+    candidates = (
+        list(Fact.objects.for_display().filter(pk__in=decision.candidates))
+        if decision.candidates
+        else []
+    )
     return AssertResult(
         status=decision.status,
         fact=fact,
@@ -357,27 +448,51 @@ def _standing_facts(
     object_key: str,
     vocab: LoadedVocabulary,
 ) -> list[StandingFact]:
-    """The slot's live facts, plus earlier facts with the incoming value (for revenants)."""
-    slot_predicates = vocab.spec.slot_predicates(assertion.predicate)
-    rows = Fact.objects.filter(
-        Q(t_invalid__isnull=True)
-        | Q(
-            predicate_id=vocab.predicate_ids[assertion.predicate],
-            object_kind=assertion.object_kind,
-            object_key=object_key,
-        ),
-        scope=scope,
-        subject=subject,
-        bucket=assertion.bucket,
-        predicate_id__in=[vocab.predicate_ids[name] for name in slot_predicates],
+    """The facts of the slot that can matter to this assertion (see ``decisions.decide``).
+
+    Narrower than the whole slot on purpose: a busy ``many`` slot can hold
+    hundreds of live values, and only a ``one`` predicate or a low-trust
+    writer (the revenant rule) needs to see the other values.
+    """
+    # Raw SQL: this read runs once per assertion under the slot lock, and the
+    # ORM's query compilation cost more than the query itself.
+    predicate = vocab.spec.predicates[assertion.predicate]
+    predicate_id = vocab.predicates[assertion.predicate].pk
+    # Facts with the incoming predicate and value: duplicates and buried values.
+    conditions = ["(predicate_id = %s AND object_kind = %s AND object_key = %s)"]
+    params: list[Any] = [predicate_id, assertion.object_kind, object_key]
+    low_trust = (
+        vocab.spec.sources[assertion.source_type].trust_rank < settings.CLAIMGRAPH_TRUSTED_RANK
     )
+    if (predicate.cardinality == "one" and not predicate.event_like) or low_trust:
+        conditions.append("(predicate_id = %s AND t_invalid IS NULL)")
+        params.append(predicate_id)
+    if predicate.exclusion_group:
+        group_ids = [
+            vocab.predicates[name].pk for name in vocab.spec.slot_predicates(assertion.predicate)
+        ]
+        conditions.append(
+            "(predicate_id = ANY(%s) AND object_kind = %s AND object_key = %s"
+            " AND t_invalid IS NULL)"
+        )
+        params += [group_ids, assertion.object_kind, object_key]
+    where = "scope_id = %s AND subject_id = %s AND bucket = %s"
+    params = [scope.pk, subject.pk, assertion.bucket, *params]
     if assertion.bucket == Bucket.USER:
-        rows = rows.filter(author=actor)
-    predicate_names = {pk: name for name, pk in vocab.predicate_ids.items()}
+        where += " AND author_id = %s"
+        params.insert(3, actor.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, predicate_id, object_kind, object_key, epistemic, source_type_id,"
+            " confidence, t_valid, t_invalid, evidence"
+            f" FROM {Fact._meta.db_table} WHERE {where} AND ({' OR '.join(conditions)})",
+            params,
+        )
+        rows = cursor.fetchall()
     return [
         StandingFact(
             id=fact_id,
-            predicate=predicate_names[predicate_id],
+            predicate=vocab.predicate_names[predicate_id],
             object_kind=object_kind,
             object_key=key,
             epistemic=epistemic,
@@ -385,7 +500,10 @@ def _standing_facts(
             confidence=confidence,
             t_valid=t_valid,
             t_invalid=t_invalid,
-            evidence=tuple(Evidence(**item) for item in evidence),
+            evidence=tuple(
+                Evidence(**item)
+                for item in (json.loads(evidence) if isinstance(evidence, str) else evidence)
+            ),
         )
         for (
             fact_id,
@@ -398,19 +516,29 @@ def _standing_facts(
             t_valid,
             t_invalid,
             evidence,
-        ) in rows.values_list(
-            "id",
-            "predicate_id",
-            "object_kind",
-            "object_key",
-            "epistemic",
-            "source_type_id",
-            "confidence",
-            "t_valid",
-            "t_invalid",
-            "evidence",
-        )
+        ) in rows
     ]
+
+
+def _insert_fact(fact: Fact) -> None:
+    """INSERT one fact row without the ORM's per-call compilation (the write path's hot spot)."""
+    fields = Fact._meta.concrete_fields
+    sql = _INSERT_FACT_SQL.get("sql")
+    if sql is None:
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        sql = _INSERT_FACT_SQL.setdefault(
+            "sql",
+            f"INSERT INTO {Fact._meta.db_table} ({columns})"
+            f" VALUES ({', '.join(['%s'] * len(fields))})",
+        )
+    values = [f.get_db_prep_save(getattr(fact, f.attname), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+    fact._state.adding = False
+    fact._state.db = connection.alias
+
+
+_INSERT_FACT_SQL: dict[str, str] = {}
 
 
 # --- ending facts -------------------------------------------------------------------

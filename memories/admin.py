@@ -9,6 +9,7 @@ bypass the rules every other write obeys.
 from django.contrib import admin
 from guardian.admin import GuardedModelAdmin
 
+from memories.actions import forget_vocabulary
 from memories.models import (
     Conflict,
     ConflictMember,
@@ -51,8 +52,20 @@ class EntityAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
+class VocabularyAdmin(admin.ModelAdmin):
+    """Vocabulary edits take effect at once in this process (see load_vocabulary)."""
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        forget_vocabulary()
+
+    def delete_model(self, request, obj) -> None:
+        super().delete_model(request, obj)
+        forget_vocabulary()
+
+
 @admin.register(Predicate)
-class PredicateAdmin(admin.ModelAdmin):
+class PredicateAdmin(VocabularyAdmin):
     list_display = [
         "name",
         "cardinality",
@@ -66,7 +79,7 @@ class PredicateAdmin(admin.ModelAdmin):
 
 
 @admin.register(SourceType)
-class SourceTypeAdmin(admin.ModelAdmin):
+class SourceTypeAdmin(VocabularyAdmin):
     list_display = ["name", "trust_rank", "confidence_ceiling", "decays"]
     list_filter = ["trust_rank", "decays"]
 

@@ -411,9 +411,11 @@ def decide(
 ) -> Decision:
     """Weigh ``incoming`` against the standing facts of its slot (rules in the module doc).
 
-    ``standing`` holds the slot's live facts and any earlier facts with the
-    incoming predicate and object (for the revenant rule); anything else in it
-    is ignored.
+    ``standing`` must hold every fact of the slot (same scope, subject, bucket
+    and, for ``user``, author) that can matter: facts with the incoming
+    predicate and value, live or not; on a ``one`` predicate, or for a
+    low-trust writer, every live value of the predicate; and the live facts
+    of the exclusion group with the incoming value. Anything else is ignored.
     """
     predicate = vocabulary.predicates[incoming.predicate]
     source = vocabulary.sources[incoming.source_type]

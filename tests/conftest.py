@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from guardian.shortcuts import assign_perm
 
+from memories.actions import forget_vocabulary
 from memories.models import Scope
 from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
 
@@ -23,6 +24,13 @@ def at(text: str) -> datetime:
 def fast_password_hashing(settings) -> None:
     # The default hasher is deliberately slow; tests create many accounts.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def fresh_vocabulary() -> None:
+    # Each test database starts from the migrations; never reuse a copy of
+    # the vocabulary read in an earlier test.
+    forget_vocabulary()
 
 
 @pytest.fixture
