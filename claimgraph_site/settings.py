@@ -90,9 +90,7 @@ else:
     from claimgraph_site.lib.embedded_db import database_settings
 
     DATABASES = {
-        "default": database_settings(
-            VAR_DIR, env_str("CLAIMGRAPH_DATABASE_NAME", "claimgraph")
-        )
+        "default": database_settings(VAR_DIR, env_str("CLAIMGRAPH_DATABASE_NAME", "claimgraph"))
     }
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
@@ -173,6 +171,8 @@ LOGGING = {
 # --- claimgraph ---------------------------------------------------------------
 # A source whose trust rank is below this is low-trust (SPEC §1).
 CLAIMGRAPH_TRUSTED_RANK = env_int("CLAIMGRAPH_TRUSTED_RANK", 3)
+# How long a process may reuse its copy of the vocabulary (seconds; 0 = never).
+CLAIMGRAPH_VOCABULARY_CACHE_SECONDS = env_int("CLAIMGRAPH_VOCABULARY_CACHE_SECONDS", 5)
 # Decay of effective confidence (SPEC §4).
 CLAIMGRAPH_HALF_LIFE_DAYS = env_float(
     "CLAIMGRAPH_HALF_LIFE_DAYS", 90.0, minimum=0.001, maximum=100_000
