@@ -1,0 +1,69 @@
+"""Settings come from the environment and fail loudly on values they cannot read."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from claimgraph_site.lib.env import env_bool, env_float, env_int, env_list
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("helper", "value"),
+    [
+        (lambda: env_bool("CG_TEST_VALUE", False), "perhaps"),
+        (lambda: env_int("CG_TEST_VALUE", 1), "ten"),
+        (lambda: env_int("CG_TEST_VALUE", 1, minimum=0), "-5"),
+        (lambda: env_float("CG_TEST_VALUE", 1.0, minimum=0, maximum=1), "1.5"),
+        (lambda: env_float("CG_TEST_VALUE", 1.0, minimum=0, maximum=1), "nan-ish"),
+    ],
+)
+def test_unreadable_values_name_the_variable(monkeypatch, helper, value):
+    monkeypatch.setenv("CG_TEST_VALUE", value)
+    with pytest.raises(ImproperlyConfigured, match="CG_TEST_VALUE"):
+        helper()
+
+
+def test_readable_values_and_defaults(monkeypatch):
+    monkeypatch.setenv("CG_TEST_VALUE", " yes ")
+    assert env_bool("CG_TEST_VALUE", False) is True
+    monkeypatch.setenv("CG_TEST_VALUE", "a, b,,c")
+    assert env_list("CG_TEST_VALUE", []) == ["a", "b", "c"]
+    monkeypatch.delenv("CG_TEST_VALUE")
+    assert env_int("CG_TEST_VALUE", 7) == 7
+
+
+def start_settings(**environment: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO_")}
+    env.update(environment)
+    return subprocess.run(
+        [sys.executable, "-c", "import claimgraph_site.settings"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_without_debug_there_is_no_fallback_secret():
+    result = start_settings(DJANGO_DEBUG="0")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_a_typo_in_a_setting_stops_start_up():
+    result = start_settings(DJANGO_DEBUG="1", CLAIMGRAPH_TRUSTED_RANK="high")
+    assert result.returncode != 0
+    assert "CLAIMGRAPH_TRUSTED_RANK" in result.stderr
+
+
+def test_database_url_must_name_postgresql():
+    result = start_settings(DJANGO_DEBUG="1", DATABASE_URL="sqlite:///db.sqlite3")
+    assert result.returncode != 0
+    assert "PostgreSQL" in result.stderr
