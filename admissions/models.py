@@ -1,1 +1,277 @@
-"""Admission records (SPEC §6)."""
+"""Admission records (SPEC §6), and the small derived state PostgreSQL keeps from them.
+
+A ``Record`` is the only thing a status is made of: an admission (a steward's
+verdict), a challenge (anyone's statement that an admitted fact is wrong) or a
+refutation (a steward's answer to one named challenge). Records are
+append-only *in the database*: PostgreSQL refuses UPDATE, DELETE and TRUNCATE
+on the table, and the shape rules below are constraints, not Python checks.
+
+Two rules need more than a CHECK, and live in migration 0002 as composite
+foreign keys:
+
+* a record targets a ``system`` fact of its own scope:
+  ``(fact_id, fact_bucket, scope_id)`` → ``memories_fact (id, bucket, scope_id)``
+  with ``fact_bucket`` fixed to ``'system'`` by a CHECK;
+* a refutation names a challenge against the same fact:
+  ``(challenge_id, fact_id, challenge_role)`` → ``admissions_record (id,
+  fact_id, role)`` with ``challenge_role`` fixed to ``'challenge'``.
+
+The three models after ``Record`` are *derived*: PostgreSQL triggers on the
+record table maintain them in the same transaction as each insert (see
+migration 0002), so any way a record gets in — the actions, a COPY, a psql
+session — leaves them right, and they can be rebuilt from the records at any
+time with ``SELECT admissions_rebuild_state()``. Python never writes them.
+They exist so a status read costs the same whatever the length of the history
+(``admissions.selectors`` explains the reads).
+"""
+
+import uuid
+
+import pgtrigger
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+
+from memories.models import Fact, Scope
+
+
+class Role(models.TextChoices):
+    ADMISSION = "admission"
+    CHALLENGE = "challenge"
+    REFUTATION = "refutation"
+
+
+class Verdict(models.TextChoices):
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
+
+
+class RecordQuerySet(models.QuerySet["Record"]):
+    def admissions(self) -> "RecordQuerySet":
+        return self.filter(role=Role.ADMISSION)
+
+    def challenges(self) -> "RecordQuerySet":
+        return self.filter(role=Role.CHALLENGE)
+
+    def refutations(self) -> "RecordQuerySet":
+        return self.filter(role=Role.REFUTATION)
+
+    def open(self) -> "RecordQuerySet":
+        """Challenges no refutation names (set membership, never a date comparison)."""
+        return self.challenges().exclude(pk__in=Record.objects.refutations().values("challenge_id"))
+
+    def in_scopes(self, scopes) -> "RecordQuerySet":
+        return self.filter(scope__in=scopes)
+
+    def history_order(self) -> "RecordQuerySet":
+        """The total order every rule of §6 uses: ``(inserted_at, id)``."""
+        return self.order_by("inserted_at", "id")
+
+
+class Record(models.Model):
+    """One admission, challenge or refutation. Never updated, never deleted."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Copied from the fact so per-scope reads need no join; the composite
+    # foreign key proves the copy is the fact's own scope.
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="records")
+    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="records")
+    # Always "system": present only so the composite foreign key can prove it.
+    fact_bucket = models.CharField(max_length=10, default="system", editable=False)
+    role = models.CharField(max_length=20, choices=Role.choices)
+    # Admissions only; null otherwise (a CHECK ties the two together).
+    verdict = models.CharField(  # noqa: DJ001
+        max_length=10, choices=Verdict.choices, null=True, blank=True
+    )
+    ground = models.TextField()
+    # Challenges only: a non-empty list of {ref, quote}, or null for an
+    # unevidenced challenge. ``[]`` is refused by the database: absence is
+    # said as absence.
+    evidence = models.JSONField(null=True, blank=True)
+    challenge = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="refutations",
+        limit_choices_to={"role": Role.CHALLENGE},
+    )
+    # "challenge" on a refutation, null otherwise: the third column of the
+    # composite foreign key that proves the named record is a challenge.
+    challenge_role = models.CharField(  # noqa: DJ001
+        max_length=20, null=True, blank=True, editable=False
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="admission_records"
+    )
+    inserted_at = models.DateTimeField()
+
+    objects = RecordQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["inserted_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(fact_bucket="system"), name="record_targets_system_fact"
+            ),
+            models.CheckConstraint(
+                condition=Q(role__in=["admission", "challenge", "refutation"]),
+                name="record_role_known",
+            ),
+            models.CheckConstraint(
+                condition=Q(role="admission", verdict__in=["admitted", "rejected"])
+                | (~Q(role="admission") & Q(verdict__isnull=True)),
+                name="record_verdict_iff_admission",
+            ),
+            models.CheckConstraint(
+                condition=Q(role="refutation", challenge__isnull=False, challenge_role="challenge")
+                | (~Q(role="refutation") & Q(challenge__isnull=True, challenge_role__isnull=True)),
+                name="record_challenge_iff_refutation",
+            ),
+            models.CheckConstraint(
+                condition=Q(evidence__isnull=True)
+                | Q(
+                    RawSQL(
+                        "jsonb_typeof(evidence) = 'array' AND jsonb_array_length(evidence) > 0",
+                        [],
+                        output_field=models.BooleanField(),
+                    ),
+                    role="challenge",
+                ),
+                name="record_evidence_nonempty_on_challenges_only",
+            ),
+            models.CheckConstraint(
+                condition=~Q(ground__regex=r"^\s*$"), name="record_ground_required"
+            ),
+            # The target of the composite foreign key of refutations.
+            models.UniqueConstraint(
+                fields=["id", "fact", "role"], name="record_id_fact_role_unique"
+            ),
+        ]
+        indexes = [
+            # A fact's history, oldest first (fact page, one-fact status).
+            models.Index(fields=["fact", "inserted_at", "id"], name="record_fact_history"),
+            # "Is this challenge refuted?": an anti-join on refutations.
+            models.Index(
+                fields=["challenge"],
+                name="record_refutation_of",
+                condition=Q(role="refutation"),
+            ),
+            # A scope's history in order (the as-known-at fold, audit reads).
+            models.Index(fields=["scope", "inserted_at", "id"], name="record_scope_history"),
+            # One account's challenges (the Challenges list).
+            models.Index(
+                fields=["author", "inserted_at"],
+                name="record_challenges_by_author",
+                condition=Q(role="challenge"),
+            ),
+        ]
+        triggers = [
+            # Row-level: PostgreSQL refuses every UPDATE and DELETE. TRUNCATE
+            # fires no row trigger; its statement-level guard is in 0002.
+            pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete),
+        ]
+
+    def __str__(self) -> str:
+        if self.role == Role.ADMISSION:
+            return f"{self.verdict} {self.fact_id}"
+        return f"{self.role} {self.fact_id}"
+
+    @property
+    def evidenced(self) -> bool:
+        return self.role == Role.CHALLENGE and bool(self.evidence)
+
+
+# --- derived state (maintained by triggers, never written by Python) ------------------
+
+
+class FactVerdict(models.Model):
+    """A system fact's latest admission record, by ``(inserted_at, id)`` (rule 1)."""
+
+    fact = models.OneToOneField(
+        Fact, primary_key=True, on_delete=models.DO_NOTHING, related_name="admission_verdict"
+    )
+    scope = models.ForeignKey(Scope, on_delete=models.DO_NOTHING, related_name="+")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    record = models.OneToOneField(Record, on_delete=models.DO_NOTHING, related_name="+")
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["scope", "verdict"], name="fact_verdict_by_scope")]
+
+    def __str__(self) -> str:
+        return f"{self.fact_id}: {self.verdict}"
+
+
+class OpenChallenge(models.Model):
+    """An evidenced challenge no refutation names yet (rules 3 and 4)."""
+
+    challenge = models.OneToOneField(
+        Record, primary_key=True, on_delete=models.DO_NOTHING, related_name="+"
+    )
+    scope = models.ForeignKey(Scope, on_delete=models.DO_NOTHING, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+"
+    )
+    inserted_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            # One account's open challenges in the order the cap ranks them.
+            models.Index(
+                fields=["scope", "author", "inserted_at", "challenge"],
+                name="open_challenge_rank",
+            ),
+            models.Index(fields=["fact"], name="open_challenge_fact"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.challenge_id)
+
+
+class ScopeTally(models.Model):
+    """A: how many system facts of the scope have ``admitted`` as latest verdict (rule 6)."""
+
+    scope = models.OneToOneField(
+        Scope, primary_key=True, on_delete=models.DO_NOTHING, related_name="+"
+    )
+    admitted = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(admitted__gte=0), name="scope_tally_not_negative")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope_id}: {self.admitted} admitted"
+
+
+class ChallengeRank(models.Model):
+    """A read-only view: each account's earliest open evidenced challenge per admitted fact.
+
+    ``position`` is the challenge's place among that account's, by
+    ``(inserted_at, id)``; it takes effect when ``position <= cap``, where
+    ``cap = ceil(share% * admitted)`` (rule 6). The share is a Django
+    setting, so the comparison is made by ``admissions.selectors``, not here.
+    """
+
+    challenge = models.OneToOneField(
+        Record, primary_key=True, on_delete=models.DO_NOTHING, related_name="+"
+    )
+    scope = models.ForeignKey(Scope, on_delete=models.DO_NOTHING, related_name="+")
+    fact = models.ForeignKey(Fact, on_delete=models.DO_NOTHING, related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+"
+    )
+    inserted_at = models.DateTimeField()
+    position = models.PositiveIntegerField()
+    admitted = models.PositiveIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "admissions_challenge_rank"
+
+    def __str__(self) -> str:
+        return f"{self.challenge_id} #{self.position}"

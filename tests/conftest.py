@@ -20,6 +20,25 @@ def at(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker) -> None:
+    """Let the test runner's flush empty the append-only admission records.
+
+    PostgreSQL refuses TRUNCATE on ``admissions_record`` unless the session
+    sets ``claimgraph.allow_truncate`` (admissions migration 0002). Django
+    empties the database between transactional tests with one TRUNCATE over
+    every table, so the *test* database, and only it, gets the setting as a
+    database default. The connection is closed so the next one picks it up.
+    """
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            name = connection.ops.quote_name(connection.settings_dict["NAME"])
+            cursor.execute(f"ALTER DATABASE {name} SET claimgraph.allow_truncate = 'on'")
+        connection.close()
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings) -> None:
     # The default hasher is deliberately slow; tests create many accounts.

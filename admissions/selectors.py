@@ -1,0 +1,420 @@
+"""Reading admission statuses from the database (SPEC §5, §6).
+
+The status of a fact is defined by the pure fold in ``admissions.status``.
+Folding a whole scope's history in Python for every read would make a read
+cost as much as the history is long, and the history only grows. So
+PostgreSQL keeps three small pieces of derived state, maintained by a trigger
+in the same transaction as each record insert (migration 0002):
+
+* ``FactVerdict`` — each fact's latest admission record (rule 1);
+* ``OpenChallenge`` — evidenced challenges no refutation names (rules 3, 4);
+* ``ScopeTally`` — A, the scope's count of admitted facts (rule 6);
+
+and a view, ``admissions_challenge_rank`` (``ChallengeRank``), ranks each
+account's open evidenced challenges against admitted facts for the cap.
+
+Their size follows the *state* of the store, not its history: a read below
+costs the same at a million records as at a hundred thousand. Reads that
+look back in time (``known_at``) fold the records themselves, since the
+derived state only knows the present.
+
+Every read here that produces a :class:`~admissions.status.Status` feeds the
+same ``status.judge`` the fold uses, with the two numbers of rule 6 computed
+in SQL; the tests check on random histories that both paths agree.
+"""
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import (
+    Case,
+    CharField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
+
+from admissions import status as fold
+from admissions.models import ChallengeRank, FactVerdict, Record
+from admissions.status import AccountUsage, PlainRecord, Status, StatusName
+from memories.errors import NotFound, Rejected
+from memories.models import Bucket, Fact, Scope
+from memories.selectors import TruthEntry, rank, truth_facts
+
+
+def share_percent() -> int:
+    return settings.CLAIMGRAPH_CHALLENGE_SHARE_PERCENT
+
+
+# --- one fact ---------------------------------------------------------------------
+
+# One statement, so the records, A and the rank counts come from one snapshot.
+# ``earlier`` is filled on the row of each account's earliest open evidenced
+# challenge on this fact: how many other admitted facts that account
+# challenges, openly and with evidence, ranking before it (rule 6). It is an
+# index range scan over that account's open challenges in the scope
+# (open_challenge_rank), never a scan of the scope's history.
+_FACT_STATUS_SQL = """
+WITH firsts AS (
+    SELECT DISTINCT ON (author_id) challenge_id
+    FROM admissions_openchallenge
+    WHERE fact_id = %(fact)s
+    ORDER BY author_id, inserted_at, challenge_id
+)
+SELECT
+    tally.admitted,
+    r.id, r.role, r.verdict, r.evidence IS NOT NULL, r.challenge_id,
+    r.author_id, r.username, r.inserted_at,
+    CASE WHEN r.id IN (SELECT challenge_id FROM firsts) THEN (
+        SELECT count(DISTINCT o.fact_id)
+        FROM admissions_openchallenge o
+        JOIN admissions_factverdict v ON v.fact_id = o.fact_id AND v.verdict = 'admitted'
+        WHERE o.scope_id = %(scope)s
+          AND o.author_id = r.author_id
+          AND (o.inserted_at, o.challenge_id) < (r.inserted_at, r.id)
+          AND o.fact_id <> %(fact)s
+    ) END AS earlier
+FROM (
+    SELECT coalesce(
+        (SELECT admitted FROM admissions_scopetally WHERE scope_id = %(scope)s), 0
+    ) AS admitted
+) AS tally
+LEFT JOIN LATERAL (
+    SELECT rec.*, u.username
+    FROM admissions_record rec
+    JOIN auth_user u ON u.id = rec.author_id
+    WHERE rec.fact_id = %(fact)s
+) AS r ON true
+"""
+
+
+def fact_status(fact: Fact) -> Status | None:
+    """The derived status of one fact with its explanation; None for a ``user`` fact."""
+    if fact.bucket != Bucket.SYSTEM:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_FACT_STATUS_SQL, {"fact": fact.pk, "scope": fact.scope_id})
+        rows = cursor.fetchall()
+    records = []
+    earlier: dict[int, int] = {}
+    for _, *columns, earlier_count in rows:
+        if columns[0] is None:  # the empty side of the LEFT JOIN: no records yet
+            continue
+        record = _plain(fact.pk, *columns)
+        records.append(record)
+        if earlier_count is not None:
+            earlier[record.author_id] = earlier_count
+    return fold.judge(
+        fact.pk,
+        records,
+        admitted_count=rows[0][0],
+        share_percent=share_percent(),
+        earlier=earlier,
+    )
+
+
+def _plain(
+    fact_id: UUID,
+    record_id: UUID,
+    role: str,
+    verdict: str | None,
+    evidenced: bool,
+    challenge_id: UUID | None,
+    author_id: int,
+    author_name: str,
+    inserted_at: datetime,
+) -> PlainRecord:
+    return PlainRecord(
+        id=record_id,
+        fact_id=fact_id,
+        role=role,  # type: ignore[arg-type]
+        author_id=author_id,
+        inserted_at=inserted_at,
+        verdict=verdict,  # type: ignore[arg-type]
+        evidenced=evidenced,
+        challenge_id=challenge_id,
+        author_name=author_name,
+    )
+
+
+def fact_records(fact: Fact) -> QuerySet[Record]:
+    """The fact's whole record history, oldest first: the argument behind its status."""
+    return Record.objects.filter(fact=fact).select_related("author", "challenge").history_order()
+
+
+# --- a whole scope ------------------------------------------------------------------
+
+
+class StatusMap(dict[UUID, StatusName]):
+    """Statuses by fact id; a fact with no admission record is a candidate."""
+
+    def __missing__(self, fact_id: UUID) -> StatusName:
+        return "candidate"
+
+
+_SCOPE_STATUSES_SQL = """
+WITH suspended AS (
+    SELECT DISTINCT fact_id
+    FROM admissions_challenge_rank
+    WHERE scope_id = %(scope)s AND position * 100 <= admitted * %(share)s + 99
+)
+SELECT v.fact_id, CASE WHEN s.fact_id IS NULL THEN v.verdict ELSE 'suspended' END
+FROM admissions_factverdict v
+LEFT JOIN suspended s ON s.fact_id = v.fact_id
+WHERE v.scope_id = %(scope)s
+"""
+
+
+def scope_statuses(scope: Scope) -> StatusMap:
+    """Every status in the scope: facts with a verdict are listed, the rest are candidates.
+
+    Reads one row per fact with a verdict and one per open evidenced
+    challenge; the records themselves are not scanned.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_SCOPE_STATUSES_SQL, {"scope": scope.pk, "share": share_percent()})
+        return StatusMap(cursor.fetchall())
+
+
+def in_effect(ranks: QuerySet[ChallengeRank] | None = None) -> QuerySet[ChallengeRank]:
+    """The ranked challenges within their author's cap: ``position <= ceil(share% * A)``.
+
+    ``position * 100 <= A * share + 99`` is the same comparison in integers.
+    """
+    ranks = ranks if ranks is not None else ChallengeRank.objects.all()
+    return ranks.alias(scaled=F("position") * 100).filter(
+        scaled__lte=F("admitted") * share_percent() + 99
+    )
+
+
+def suspended_fact_ids(scopes: Iterable[Scope] | QuerySet[Scope] | None = None) -> QuerySet:
+    """A subquery of the ids of suspended facts (in ``scopes``, if given)."""
+    ranks = ChallengeRank.objects.all()
+    if scopes is not None:
+        ranks = ranks.filter(scope__in=scopes)
+    return in_effect(ranks).values("fact_id")
+
+
+def with_admission_status(facts: QuerySet[Fact]) -> QuerySet[Fact]:
+    """Annotate ``admission_status`` on each fact (null for ``user`` facts), in one query.
+
+    Filter on it like any field: ``with_admission_status(qs).filter(admission_status="suspended")``.
+    """
+    verdict = FactVerdict.objects.filter(fact=OuterRef("pk")).values("verdict")[:1]
+    return facts.annotate(
+        admission_status=Case(
+            When(bucket=Bucket.USER, then=Value(None)),
+            When(pk__in=suspended_fact_ids(), then=Value("suspended")),
+            default=Coalesce(Subquery(verdict), Value("candidate")),
+            output_field=CharField(),
+        )
+    )
+
+
+CANDIDATE_FILTERS = ("scope", "source_type", "predicate")
+
+
+def candidates(scope_ids: Iterable[int] | QuerySet, filters: Mapping[str, Any] | None = None):
+    """Live system facts awaiting a verdict in these scopes, oldest first (the Candidates queue).
+
+    ``filters`` may name a ``scope``, ``source_type`` or ``predicate`` (by
+    name); an empty value is ignored.
+    """
+    filters = filters or {}
+    unknown = sorted(set(filters) - set(CANDIDATE_FILTERS))
+    if unknown:
+        raise Rejected(unknown[0], "is not a filter of the candidates queue")
+    facts = Fact.objects.filter(
+        scope_id__in=scope_ids, bucket=Bucket.SYSTEM, t_invalid__isnull=True
+    ).filter(~Exists(FactVerdict.objects.filter(fact=OuterRef("pk"))))
+    if filters.get("scope"):
+        facts = facts.filter(scope__name=filters["scope"])
+    if filters.get("source_type"):
+        facts = facts.filter(source_type__name=filters["source_type"])
+    if filters.get("predicate"):
+        facts = facts.filter(predicate__name=filters["predicate"])
+    return facts.for_display().order_by("recorded_at", "id")
+
+
+# --- challenges ---------------------------------------------------------------------
+
+
+def open_challenges(
+    scope_ids: Iterable[int] | QuerySet | None = None,
+    *,
+    fact: Fact | None = None,
+    author=None,
+) -> QuerySet[Record]:
+    """Challenges no refutation names, oldest first, with their fact and author loaded."""
+    records = Record.objects.open()
+    if scope_ids is not None:
+        records = records.filter(scope_id__in=scope_ids)
+    if fact is not None:
+        records = records.filter(fact=fact)
+    if author is not None:
+        records = records.filter(author=author)
+    return records.select_related(
+        "author", "fact__subject", "fact__predicate", "fact__object_ref", "scope"
+    ).history_order()
+
+
+_ACCOUNT_SQL = """
+SELECT
+    o.author_id,
+    u.username,
+    count(*) AS open_evidenced,
+    count(DISTINCT o.fact_id) FILTER (
+        WHERE v.verdict IS DISTINCT FROM 'admitted'
+    ) AS dormant
+FROM admissions_openchallenge o
+JOIN auth_user u ON u.id = o.author_id
+LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
+WHERE o.scope_id = %(scope)s
+GROUP BY o.author_id, u.username
+"""
+
+
+def challenge_summary(scope: Scope) -> list[AccountUsage]:
+    """Each challenger's open evidenced challenges against the flood cap, by account name."""
+    share = share_percent()
+    admitted_count = admitted_in(scope)
+    cap = fold.challenge_cap(admitted_count, share)
+    ranked: dict[int, list[UUID]] = {}
+    for author_id, challenge_id in (
+        ChallengeRank.objects.filter(scope=scope)
+        .order_by("author_id", "position")
+        .values_list("author_id", "challenge_id")
+    ):
+        ranked.setdefault(author_id, []).append(challenge_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCOUNT_SQL, {"scope": scope.pk})
+        accounts = cursor.fetchall()
+    return sorted(
+        (
+            AccountUsage(
+                author_id=author_id,
+                author_name=name,
+                cap=cap,
+                in_effect=tuple(ranked.get(author_id, [])[:cap]),
+                queued=tuple(ranked.get(author_id, [])[cap:]),
+                dormant=dormant,
+                open_evidenced=count,
+            )
+            for author_id, name, count, dormant in accounts
+        ),
+        key=lambda usage: usage.author_name,
+    )
+
+
+def admitted_in(scope: Scope) -> int:
+    """A: the scope's system facts whose latest verdict is ``admitted``."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT admitted FROM admissions_scopetally WHERE scope_id = %s", [scope.pk])
+        row = cursor.fetchone()
+    return row[0] if row else 0
+
+
+# --- history ------------------------------------------------------------------------
+
+
+def fold_as_known_at(scope: Scope, known_at: datetime | None = None) -> fold.Fold:
+    """The pure fold over the scope's records inserted at or before ``known_at`` (all if None).
+
+    "Admitted as known at T" means: the statuses the records written by T
+    derive. This reads the scope's history, so it is for look-backs and
+    checks, not for the hot path.
+    """
+    records = Record.objects.filter(scope=scope)
+    if known_at is not None:
+        records = records.filter(inserted_at__lte=known_at)
+    rows = records.values_list(
+        "id",
+        "fact_id",
+        "role",
+        "verdict",
+        "evidence",
+        "challenge_id",
+        "author_id",
+        "author__username",
+        "inserted_at",
+    )
+    return fold.derive(
+        (
+            PlainRecord(
+                id=record_id,
+                fact_id=fact_id,
+                role=role,
+                author_id=author_id,
+                inserted_at=inserted_at,
+                verdict=verdict,
+                evidenced=evidence is not None,
+                challenge_id=challenge_id,
+                author_name=author_name,
+            )
+            for (
+                record_id,
+                fact_id,
+                role,
+                verdict,
+                evidence,
+                challenge_id,
+                author_id,
+                author_name,
+                inserted_at,
+            ) in rows.iterator()
+        ),
+        share_percent=share_percent(),
+    )
+
+
+# --- recall -------------------------------------------------------------------------
+
+
+def recall(
+    *,
+    viewer,
+    scope: Scope,
+    subject: str | None = None,
+    predicate: str | None = None,
+    as_of: datetime,
+    known_at: datetime | None = None,
+) -> list[TruthEntry]:
+    """The ranked current truth (SPEC §5) with system facts only when ``admitted``.
+
+    ``as_of`` is valid time; ``known_at`` is transaction time: with it, both
+    the facts and their admission statuses are as the store knew them then.
+    A scope the viewer may not read answers like a missing one.
+    """
+    if not Scope.objects.visible_to(viewer).filter(pk=scope.pk).exists():
+        raise NotFound("scope")
+    facts = truth_facts(
+        viewer=viewer,
+        scope=scope,
+        subject=subject,
+        predicate=predicate,
+        as_of=as_of,
+        known_at=known_at,
+    )
+    if known_at is None:
+        admitted = Q(
+            Exists(FactVerdict.objects.filter(fact=OuterRef("pk"), verdict="admitted")),
+            bucket=Bucket.SYSTEM,
+        ) & ~Q(pk__in=suspended_fact_ids([scope]))
+    else:
+        then = fold_as_known_at(scope, known_at)
+        admitted = Q(
+            pk__in=[
+                fact_id for fact_id, status in then.statuses.items() if status.status == "admitted"
+            ]
+        )
+    return rank(facts.filter(Q(bucket=Bucket.USER) | admitted), at=as_of)
