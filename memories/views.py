@@ -1,20 +1,289 @@
-"""The memory store's pages."""
+"""The memory store's own pages: the audit feed and entity merges.
 
+Pages that also show a fact's admission status (dashboard, conflicts, facts,
+candidates, challenges) live in ``admissions.views``: admissions stands above
+memories, and nothing here may import it. The small helpers at the top are the
+console's shared HTTP plumbing, used by both apps' pages.
+"""
+
+import csv
+import json
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, time
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.core.paginator import Page, Paginator
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from memories.models import Conflict, Fact, Scope
+from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
+from memories.merges import active_merges, merge_entities, undo_merge
+from memories.models import AuditEntry, Entity, EntityMerge, Scope
+from memories.normalize import value_key
+from memories.roles import is_global_steward, steward_scope_ids
+
+# --- shared plumbing ----------------------------------------------------------------
 
 
+def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Answer an action's refusal the way the console always does.
+
+    NotFound is a 404 (absent and not yours look the same); Forbidden a 403
+    page; StateConflict a 409 saying what changed. Rejected is not handled
+    here: a view re-renders its form with the field's error instead.
+    """
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound:
+            raise Http404 from None
+        except Forbidden as error:
+            return render(request, "refused.html", {"message": str(error)}, status=403)
+        except StateConflict as error:
+            return render(request, "refused.html", {"message": str(error)}, status=409)
+
+    return wrapper
+
+
+def paginate(request: HttpRequest, rows: QuerySet, form: PagedForm) -> Page:
+    """One page of ``rows``: a COUNT and one slice, whatever the page size."""
+    paginator = Paginator(rows, form.page_size())
+    return paginator.get_page(form.page_number())
+
+
+def page_query(request: HttpRequest) -> str:
+    """The current query string without ``page``, for the pager's links."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
+def add_rejection(form, error: Rejected) -> None:
+    """Show an action's refusal on the form field it names (or on the form)."""
+    field = error.field if error.field in form.fields else None
+    form.add_error(field, error.message if field else str(error))
+
+
+def done(request: HttpRequest, message: str, to: str) -> HttpResponse:
+    """After a successful plain POST: a message and a redirect (post/redirect/get)."""
+    messages.success(request, message)
+    if request.htmx:
+        return HttpResponseClientRedirect(to)
+    return redirect(to)
+
+
+def steward_scopes(user) -> QuerySet[Scope]:
+    """The scopes in which ``user`` holds steward authority."""
+    if is_global_steward(user):
+        return Scope.objects.all()
+    return Scope.objects.filter(pk__in=steward_scope_ids(user))
+
+
+# --- audit feed ---------------------------------------------------------------------
+
+
+def _audit_rows(request: HttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
+    rows = AuditEntry.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["scope"]:
+            rows = rows.filter(scope=data["scope"])
+        if data["who"] == "human":
+            rows = rows.filter(actor__isnull=False)
+        elif data["who"] == "automatic":
+            rows = rows.filter(actor__isnull=True)
+        if data["actor"]:
+            rows = rows.filter(actor__username=data["actor"])
+        if data["action"]:
+            rows = rows.filter(action=data["action"])
+        if data["target"]:
+            rows = rows.filter(target_id=data["target"])
+        if data["since"]:
+            rows = rows.filter(at__gte=datetime.combine(data["since"], time.min, tzinfo=UTC))
+        if data["until"]:
+            rows = rows.filter(at__lte=datetime.combine(data["until"], time.max, tzinfo=UTC))
+    return rows.select_related("actor", "scope")
+
+
+@require_GET
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
-    scopes = Scope.objects.visible_to(request.user)
-    open_conflicts = Conflict.objects.open().filter(scope__in=scopes)
+def audit(request: HttpRequest) -> HttpResponse:
+    """Every human action and automatic change in the viewer's scopes, newest first."""
+    form = AuditFilterForm(request.GET or None, user=request.user)
+    rows = _audit_rows(request, form).order_by("-at", "-id")
     context = {
-        "scopes": scopes,
-        "open_conflicts": open_conflicts.count(),
-        "oldest_conflict": open_conflicts.order_by("opened_at").first(),
-        "live_facts": Fact.objects.readable_by(request.user).live().count(),
+        "form": form,
+        "page": paginate(request, rows, form),
+        "query": page_query(request),
+        "export_query": page_query(request),
     }
-    return render(request, "memories/dashboard.html", context)
+    template = "memories/audit.html#audit-list" if request.htmx else "memories/audit.html"
+    return render(request, template, context)
+
+
+EXPORT_FIELDS = ["id", "at", "scope", "actor", "action", "target_type", "target_id"]
+EXPORT_FIELDS += ["before", "after", "reason", "rule"]
+
+
+def _export_records(rows: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
+    # iterator() streams from a server-side cursor: an export of a million
+    # entries never sits in memory at once.
+    for entry in rows.order_by("at", "id").iterator(chunk_size=2_000):
+        yield {
+            "id": entry.id,
+            "at": entry.at.isoformat(),
+            "scope": entry.scope.name,
+            "actor": entry.actor.username if entry.actor else None,
+            "action": entry.action,
+            "target_type": entry.target_type,
+            "target_id": entry.target_id,
+            "before": entry.before,
+            "after": entry.after,
+            "reason": entry.reason,
+            "rule": entry.rule,
+        }
+
+
+class _Echo:
+    """A file-like object whose write() hands the line back, for csv.writer."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_GET
+@login_required
+def audit_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
+    """The filtered feed, oldest first, as CSV or JSON Lines, streamed."""
+    form = AuditFilterForm(request.GET or None, user=request.user)
+    records = _export_records(_audit_rows(request, form))
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if fmt == "csv":
+        writer = csv.writer(_Echo())
+
+        def lines() -> Iterator[str]:
+            yield writer.writerow(EXPORT_FIELDS)
+            for record in records:
+                yield writer.writerow(
+                    [
+                        json.dumps(record[name]) if name in ("before", "after") else record[name]
+                        for name in EXPORT_FIELDS
+                    ]
+                )
+
+        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(
+            (json.dumps(record, ensure_ascii=False) + "\n" for record in records),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+    extension = "csv" if fmt == "csv" else "jsonl"
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{extension}"'
+    return response
+
+
+# --- entities and merges ----------------------------------------------------------
+
+
+def _entities_context(request: HttpRequest, merge_form: MergeForm | None = None) -> dict:
+    form = EntityFilterForm(request.GET or None, user=request.user)
+    entities = Entity.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    if form.is_valid():
+        if form.cleaned_data["scope"]:
+            entities = entities.filter(scope=form.cleaned_data["scope"])
+        if form.cleaned_data["q"]:
+            key = value_key(form.cleaned_data["q"])
+            entities = entities.filter(key__contains=key) | entities.filter(
+                alias_keys__contains=[key]
+            )
+    entities = entities.select_related("scope").order_by("scope__name", "key", "pk")
+    stewarded = steward_scopes(request.user)
+    merges = (
+        active_merges()
+        .filter(scope__in=Scope.objects.visible_to(request.user))
+        .select_related("scope", "entity", "into", "actor")
+        .order_by("-at", "-id")
+    )
+    history = (
+        EntityMerge.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+        .select_related("scope", "entity", "into", "actor", "undoes")
+        .order_by("-at", "-id")[:20]
+    )
+    is_steward = stewarded.exists()
+    return {
+        "form": form,
+        "page": paginate(request, entities, form),
+        "query": page_query(request),
+        "merges": merges,
+        "history": history,
+        "merge_form": merge_form or (MergeForm(user=request.user) if is_steward else None),
+        "stewarded_scope_ids": set(stewarded.values_list("pk", flat=True)),
+    }
+
+
+@require_GET
+@login_required
+def entities(request: HttpRequest) -> HttpResponse:
+    context = _entities_context(request)
+    template = "memories/entities.html#entity-list" if request.htmx else "memories/entities.html"
+    return render(request, template, context)
+
+
+@require_POST
+@login_required
+@refusals
+def merge(request: HttpRequest) -> HttpResponse:
+    form = MergeForm(request.POST, user=request.user)
+    if form.is_valid():
+        scope = form.cleaned_data["scope"]
+        found = {}
+        for name in ("entity", "into"):
+            entity = Entity.objects.filter(
+                scope=scope, key=value_key(form.cleaned_data[name])
+            ).first()
+            if entity is None:
+                form.add_error(name, f"No entity with that name in {scope.name}.")
+            found[name] = entity
+        if form.is_valid():
+            try:
+                merge_entities(
+                    actor=request.user,
+                    entity_id=found["entity"].pk,
+                    into_id=found["into"].pk,
+                    reason=form.cleaned_data["reason"],
+                )
+            except Rejected as error:
+                add_rejection(form, error)
+            else:
+                return done(
+                    request,
+                    f"Merged {found['entity'].name} into {found['into'].name}.",
+                    reverse("entities"),
+                )
+    return render(request, "memories/entities.html", _entities_context(request, form), status=400)
+
+
+@require_POST
+@login_required
+@refusals
+def unmerge(request: HttpRequest, merge_id: int) -> HttpResponse:
+    form = UndoMergeForm(request.POST)
+    if form.is_valid():
+        try:
+            undo_merge(actor=request.user, merge_id=merge_id, reason=form.cleaned_data["reason"])
+        except Rejected as error:
+            add_rejection(form, error)
+        else:
+            return done(request, "The merge was undone.", reverse("entities"))
+    messages.error(request, "Undoing a merge needs a reason.")
+    return redirect("entities")

@@ -1,0 +1,221 @@
+"""The conflicts queue and the conflict page (SPEC §3, §9).
+
+The page shows the candidates side by side with equal weight: ordered by
+recorded time (then id), never by confidence or trust, with no control
+pre-selected and nothing marked as recommended. A steward rules with **Keep
+this** (per candidate), **Both stand** or **Dismiss**, each in its own form
+with its own reason; everyone else sees the same page without the controls,
+and a forged POST is refused by ``resolve_conflict`` itself.
+"""
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from admissions.views.facts import admission_statuses
+from memories import timeline
+from memories.actions import may_resolve, resolve_conflict, visible_conflict
+from memories.confidence import fact_decays
+from memories.errors import Forbidden, Rejected
+from memories.forms import ConflictFilterForm, ResolveForm
+from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate, Scope
+from memories.views import add_rejection, done, page_query, paginate, refusals
+
+SLOT_HISTORY_LIMIT = 60
+
+
+@require_GET
+@login_required
+def conflicts(request: HttpRequest) -> HttpResponse:
+    """Open conflicts, oldest first: the queue a steward works through."""
+    form = ConflictFilterForm(request.GET or None, user=request.user)
+    rows = Conflict.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    state = "open"
+    if form.is_valid():
+        state = form.cleaned_data["state"] or "open"
+        if form.cleaned_data["scope"]:
+            rows = rows.filter(scope=form.cleaned_data["scope"])
+        if form.cleaned_data["kind"]:
+            rows = rows.filter(kind=form.cleaned_data["kind"])
+    if state == "open":
+        rows = rows.open().order_by("opened_at", "id")
+    elif state == "resolved":
+        rows = rows.resolved().order_by("-resolved_at", "-id")
+    else:
+        rows = rows.order_by("-opened_at", "-id")
+    rows = rows.select_related("scope", "subject", "predicate", "resolved_by").prefetch_related(
+        Prefetch(
+            "members",
+            queryset=ConflictMember.objects.select_related(
+                "fact__object_ref", "fact__source_type"
+            ).order_by("fact__recorded_at", "fact_id"),
+        )
+    )
+    context = {
+        "form": form,
+        "state": state,
+        "page": paginate(request, rows, form),
+        "query": page_query(request),
+        "now": timezone.now(),
+    }
+    template = "admissions/conflicts.html"
+    return render(request, f"{template}#conflict-list" if request.htmx else template, context)
+
+
+def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
+    """The slot's facts the viewer may read, newest last: its history."""
+    group = conflict.predicate.exclusion_group
+    predicates = (
+        Predicate.objects.filter(exclusion_group=group)
+        if group
+        else Predicate.objects.filter(pk=conflict.predicate_id)
+    )
+    buckets = {member.fact.bucket for member in members}
+    history = (
+        Fact.objects.readable_by(request.user)
+        .filter(
+            scope=conflict.scope_id,
+            subject=conflict.subject_id,
+            predicate__in=predicates,
+            bucket__in=buckets,
+        )
+        .for_display()
+        .select_related("invalidated_by")
+        .order_by("-recorded_at", "-id")[:SLOT_HISTORY_LIMIT]
+    )
+    return sorted(history, key=lambda fact: (fact.recorded_at, fact.pk))
+
+
+def _timeline(conflict: Conflict, history: list[Fact], disputed: set, now) -> timeline.Timeline:
+    in_conflict = {member.fact_id for member in conflict.members.all()}
+    spans = [
+        timeline.Span(
+            fact_id=str(fact.pk),
+            value=f"{fact.predicate.name} {fact.object_display}"
+            if conflict.predicate.exclusion_group
+            else fact.object_display,
+            start=fact.t_valid,
+            end=fact.t_invalid,
+            ended_as=fact.invalidation_kind if fact.t_invalid else "",
+            superseded_by=str(fact.superseded_by_id) if fact.superseded_by_id else None,
+            in_conflict=fact.pk in in_conflict,
+            disputed=fact.pk in disputed,
+            recorded_at=fact.recorded_at,
+            confidence=fact.confidence,
+            last_reinforced_at=fact.last_reinforced_at,
+            decays=fact_decays(fact.epistemic, fact.source_type.decays),
+        )
+        for fact in history
+    ]
+    return timeline.layout(
+        spans,
+        now=now,
+        conflict_opened_at=conflict.opened_at if conflict.is_open else None,
+        half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
+        floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
+    )
+
+
+def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | None = None):
+    now = timezone.now()
+    members = list(
+        conflict.members.select_related(
+            "fact__scope",
+            "fact__subject",
+            "fact__predicate",
+            "fact__object_ref",
+            "fact__source_type",
+            "fact__author",
+        ).order_by("fact__recorded_at", "fact_id")
+    )
+    statuses = admission_statuses([member.fact for member in members])
+    disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
+    candidates = [
+        {
+            "member": member,
+            "fact": member.fact,
+            "effective": member.fact.effective_confidence(now),
+            "status": statuses.get(member.fact.pk),
+            "keep_form": (forms or {}).get(("keep", member.fact_id))
+            or ResolveForm(
+                initial={"action": "keep", "keep": member.fact_id},
+                auto_id=f"id_keep_{member.fact_id.hex[:8]}_%s",
+            ),
+        }
+        for member in members
+    ]
+    history = _slot_facts(request, conflict, members)
+    earlier = (
+        Conflict.objects.filter(
+            scope=conflict.scope_id, subject=conflict.subject_id, predicate=conflict.predicate_id
+        )
+        .exclude(pk=conflict.pk)
+        .select_related("resolved_by")
+        .order_by("-opened_at")[:20]
+    )
+    steward = conflict.is_open and may_resolve(request.user, conflict)
+    return {
+        "conflict": conflict,
+        "candidates": candidates,
+        "history": history,
+        "earlier": earlier,
+        "timeline": _timeline(conflict, history, disputed, now),
+        "now": now,
+        "may_resolve": steward,
+        "coexist_form": (forms or {}).get(("coexist", None))
+        or ResolveForm(initial={"action": "coexist"}, auto_id="id_coexist_%s"),
+        "dismiss_form": (forms or {}).get(("dismiss", None))
+        or ResolveForm(initial={"action": "dismiss"}, auto_id="id_dismiss_%s"),
+        "user_bucket": any(member.fact.bucket == Bucket.USER for member in members),
+    }
+
+
+@require_GET
+@login_required
+@refusals
+def conflict(request: HttpRequest, conflict_id) -> HttpResponse:
+    found = visible_conflict(request.user, conflict_id)
+    return render(request, "admissions/conflict.html", _conflict_context(request, found))
+
+
+@require_POST
+@login_required
+@refusals
+def resolve(request: HttpRequest, conflict_id) -> HttpResponse:
+    """A ruling by form POST; refused server-side for anyone who may not rule."""
+    found = visible_conflict(request.user, conflict_id)
+    form = ResolveForm(request.POST)
+    if form.is_valid():
+        action = form.cleaned_data["action"]
+        keep = [form.cleaned_data["keep"]] if action == "keep" else []
+        try:
+            resolve_conflict(
+                actor=request.user,
+                conflict_id=found.pk,
+                action=action,
+                reason=form.cleaned_data["reason"],
+                keep=keep,
+            )
+        except Rejected as error:
+            add_rejection(form, error)
+        else:
+            said = {"keep": "kept one candidate", "coexist": "both stand", "dismiss": "dismissed"}
+            return done(
+                request,
+                f"Conflict on {found.subject.name} {found.predicate.name} resolved: "
+                f"{said[action]}.",
+                reverse("conflicts"),
+            )
+    # Refused input: the page again, with the error beside the form that sent it.
+    if not may_resolve(request.user, found):
+        # Bad input from someone who may not rule at all: the refusal comes first.
+        raise Forbidden("only a steward of the scope may resolve this conflict")
+    action = request.POST.get("action")
+    key = ("keep", form.cleaned_data.get("keep")) if action == "keep" else (action, None)
+    context = _conflict_context(request, found, {key: form})
+    return render(request, "admissions/conflict.html", context, status=400)

@@ -1,0 +1,239 @@
+"""The dashboard, the candidates queue with batch review, and the challenges list."""
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Min, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+
+from admissions.actions import record_verdict
+from admissions.forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
+from admissions.models import Record, Role
+from admissions.selectors import (
+    candidates,
+    challenge_summary,
+    fact_status,
+    suspended_fact_ids,
+)
+from memories.actions import readable_fact
+from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.models import Bucket, Conflict, Fact, Scope
+from memories.views import page_query, paginate, refusals, steward_scopes
+
+# --- dashboard ------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """What waits for a human, in the viewer's scopes, and how long the oldest has waited."""
+    scopes = Scope.objects.visible_to(request.user)
+    system_live = Fact.objects.filter(
+        scope__in=scopes, bucket=Bucket.SYSTEM, t_invalid__isnull=True
+    )
+    conflicts = (
+        Conflict.objects.open()
+        .filter(scope__in=scopes)
+        .aggregate(count=Count("pk"), oldest=Min("opened_at"))
+    )
+    awaiting = (
+        candidates(scopes.values("pk"))
+        .order_by()
+        .aggregate(count=Count("pk"), oldest=Min("recorded_at"))
+    )
+    challenges = (
+        Record.objects.open()
+        .filter(scope__in=scopes)
+        .aggregate(count=Count("pk"), oldest=Min("inserted_at"))
+    )
+    suspended = system_live.filter(pk__in=suspended_fact_ids(scopes)).aggregate(
+        count=Count("pk"), oldest=Min("recorded_at")
+    )
+    is_steward = steward_scopes(request.user).exists()
+    queues = [
+        Queue("Open conflicts", conflicts, reverse("conflicts"), "opened"),
+        Queue(
+            "Candidates awaiting a verdict",
+            awaiting,
+            reverse("candidates") if is_steward else reverse("facts") + "?status=candidate",
+            "recorded",
+        ),
+        Queue("Open challenges", challenges, reverse("challenges"), "filed"),
+        Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "recorded"),
+    ]
+    context = {"queues": queues, "now": timezone.now(), "scopes": scopes}
+    return render(request, "admissions/dashboard.html", context)
+
+
+@dataclass(frozen=True)
+class Queue:
+    label: str
+    figures: dict
+    url: str
+    verb: str
+
+    @property
+    def count(self) -> int:
+        return self.figures["count"]
+
+    @property
+    def oldest(self):
+        return self.figures["oldest"]
+
+
+# --- candidates -------------------------------------------------------------------------
+
+
+def _candidates(request: HttpRequest, form: CandidateFilterForm) -> QuerySet[Fact]:
+    filters = {}
+    if form.is_valid():
+        chosen = form.cleaned_data
+        filters = {
+            "scope": chosen["scope"].name if chosen["scope"] else "",
+            "source_type": chosen["source"].name if chosen["source"] else "",
+            "predicate": chosen["predicate"].name if chosen["predicate"] else "",
+        }
+    return candidates(steward_scopes(request.user).values("pk"), filters)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One item of a batch review: applied, or refused and why."""
+
+    fact_id: str
+    label: str
+    applied: bool
+    why: str = ""
+
+
+def _review(request: HttpRequest, form: BatchReviewForm) -> list[Outcome]:
+    """Apply one verdict with one ground to each selected candidate, each on its own."""
+    verdict = form.cleaned_data["verdict"]
+    outcomes = []
+    for fact_id in form.cleaned_data["facts"]:
+        try:
+            found = readable_fact(request.user, fact_id)
+        except NotFound:
+            outcomes.append(Outcome(fact_id, fact_id, False, "not found"))
+            continue
+        label = str(found)
+        # A queue is a snapshot: another steward may have ruled since it was
+        # loaded, and a batch must not silently overturn that verdict.
+        current = fact_status(found).status if found.bucket == Bucket.SYSTEM else None
+        if current != "candidate":
+            why = f"no longer a candidate (now {current})" if current else "not a system fact"
+            outcomes.append(Outcome(fact_id, label, False, why))
+            continue
+        try:
+            record_verdict(
+                actor=request.user,
+                fact_id=found.pk,
+                verdict=verdict,
+                ground=form.cleaned_data["ground"],
+            )
+        except (Forbidden, StateConflict) as error:
+            outcomes.append(Outcome(fact_id, label, False, str(error)))
+        except Rejected as error:
+            outcomes.append(Outcome(fact_id, label, False, error.message))
+        else:
+            outcomes.append(Outcome(fact_id, label, True, verdict))
+    return outcomes
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@refusals
+def candidates_queue(request: HttpRequest) -> HttpResponse:
+    """System facts without a verdict, oldest first; several can be reviewed at once."""
+    if not steward_scopes(request.user).exists():
+        raise Forbidden("only stewards review candidates")
+    filters = CandidateFilterForm(request.GET or None, user=request.user)
+    outcomes = None
+    status = 200
+    batch = BatchReviewForm()
+    if request.method == "POST":
+        batch = BatchReviewForm(request.POST)
+        if batch.is_valid():
+            outcomes = _review(request, batch)
+            batch = BatchReviewForm()
+        else:
+            status = 400
+    rows = _candidates(request, filters)
+    context = {
+        "form": filters,
+        "batch": batch,
+        "outcomes": outcomes,
+        "applied": [o for o in outcomes or [] if o.applied],
+        "refused": [o for o in outcomes or [] if not o.applied],
+        "page": paginate(request, rows, filters),
+        "query": page_query(request),
+        "now": timezone.now(),
+    }
+    template = "admissions/candidates.html"
+    partial = request.htmx and not request.htmx.boosted
+    return render(
+        request, f"{template}#candidate-list" if partial else template, context, status=status
+    )
+
+
+# --- challenges -------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def challenges(request: HttpRequest) -> HttpResponse:
+    """Challenges, open and resolved, with each account's flood cap in effect (SPEC §6)."""
+    form = ChallengeFilterForm(request.GET or None, user=request.user)
+    scopes = Scope.objects.visible_to(request.user)
+    rows = Record.objects.challenges().filter(scope__in=scopes)
+    state = "open"
+    if form.is_valid():
+        state = form.cleaned_data["state"] or "open"
+        if form.cleaned_data["scope"]:
+            scopes = scopes.filter(pk=form.cleaned_data["scope"].pk)
+            rows = rows.filter(scope=form.cleaned_data["scope"])
+        if form.cleaned_data["author"]:
+            rows = rows.filter(author__username=form.cleaned_data["author"])
+    if state == "open":
+        rows = rows.exclude(pk__in=Record.objects.refutations().values("challenge_id"))
+    elif state == "resolved":
+        rows = rows.filter(pk__in=Record.objects.refutations().values("challenge_id"))
+    rows = rows.select_related(
+        "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+    ).order_by("inserted_at", "id")
+    page = paginate(request, rows, form)
+
+    # The cap per account: one summary per scope on this page, not one per row.
+    page_scopes = {record.scope for record in page}
+    summaries = {scope.pk: challenge_summary(scope) for scope in page_scopes}
+    in_effect: set[UUID] = set()
+    queued: set[UUID] = set()
+    accounts = []
+    for scope in sorted(page_scopes, key=lambda s: s.name):
+        for usage in summaries[scope.pk]:
+            in_effect.update(usage.in_effect)
+            queued.update(usage.queued)
+            accounts.append((scope, usage))
+    refuted = set(
+        Record.objects.refutations()
+        .filter(challenge__in=[record.pk for record in page])
+        .values_list("challenge_id", flat=True)
+    )
+    context = {
+        "form": form,
+        "state": state,
+        "page": page,
+        "query": page_query(request),
+        "accounts": accounts,
+        "in_effect": in_effect,
+        "queued": queued,
+        "refuted": refuted,
+        "role_challenge": Role.CHALLENGE,
+    }
+    template = "admissions/challenges.html"
+    return render(request, f"{template}#challenge-list" if request.htmx else template, context)

@@ -1,0 +1,150 @@
+"""Forms of the memory store's pages: input checking only (every failure is a 400).
+
+The actions check again whatever they rely on; a form's job is to turn a
+browser's strings into the values an action takes, and to name the field at
+fault in words a steward can act on.
+"""
+
+from django import forms
+
+from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
+
+PAGE_SIZES = (5, 10, 25, 50, 100)
+DEFAULT_PAGE_SIZE = 25
+
+
+class PagedForm(forms.Form):
+    """Page number and page size, shared by every list page."""
+
+    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    per_page = forms.TypedChoiceField(
+        required=False,
+        coerce=int,
+        empty_value=DEFAULT_PAGE_SIZE,
+        choices=[(size, str(size)) for size in PAGE_SIZES],
+        label="Per page",
+    )
+
+    def page_size(self) -> int:
+        if self.is_valid():
+            return self.cleaned_data["per_page"] or DEFAULT_PAGE_SIZE
+        return DEFAULT_PAGE_SIZE
+
+    def page_number(self) -> int:
+        if self.is_valid():
+            return self.cleaned_data["page"] or 1
+        return 1
+
+
+def scope_field(user, *, label: str = "Scope") -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=Scope.objects.visible_to(user),
+        required=False,
+        to_field_name="name",
+        empty_label="All scopes",
+        label=label,
+    )
+
+
+def predicate_field() -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=Predicate.objects.all(),
+        required=False,
+        to_field_name="name",
+        empty_label="Any predicate",
+    )
+
+
+def source_field() -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=SourceType.objects.all(),
+        required=False,
+        to_field_name="name",
+        empty_label="Any source",
+        label="Source",
+    )
+
+
+class ConflictFilterForm(PagedForm):
+    STATES = [("open", "Open"), ("resolved", "Resolved"), ("all", "All")]
+
+    state = forms.ChoiceField(choices=STATES, required=False, label="Status")
+    kind = forms.ChoiceField(
+        choices=[("", "Any kind"), *ConflictKind.choices], required=False, label="Kind"
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["scope", "state", "kind", "per_page"])
+
+
+class ResolveForm(forms.Form):
+    """One steward ruling on a conflict; each button posts its own copy of this form."""
+
+    ACTIONS = [("keep", "Keep this"), ("coexist", "Both stand"), ("dismiss", "Dismiss")]
+
+    action = forms.ChoiceField(choices=ACTIONS, widget=forms.HiddenInput)
+    keep = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    reason = forms.CharField(
+        max_length=5_000,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Say why: a ruling needs a reason."},
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "keep" and not data.get("keep"):
+            self.add_error("keep", "Choose the fact to keep.")
+        return data
+
+
+class AuditFilterForm(PagedForm):
+    KINDS = [("", "Everything"), ("human", "Human actions"), ("automatic", "Automatic changes")]
+
+    who = forms.ChoiceField(choices=KINDS, required=False, label="Made by")
+    actor = forms.CharField(required=False, max_length=150, label="Account")
+    action = forms.CharField(required=False, max_length=50, label="Action")
+    target = forms.CharField(required=False, max_length=64, label="Target id")
+    since = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        required=False, label="Until", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["scope", "who", "actor", "action", "target", "since", "until"])
+
+
+class MergeForm(forms.Form):
+    entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
+    into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")
+    reason = forms.CharField(max_length=5_000, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = scope_field(user)
+        field.required = True
+        field.empty_label = None
+        self.fields["scope"] = field
+        self.order_fields(["scope", "entity", "into", "reason"])
+
+
+class UndoMergeForm(forms.Form):
+    reason = forms.CharField(max_length=5_000, label="Reason to undo")
+
+
+class EntityFilterForm(PagedForm):
+    q = forms.CharField(required=False, max_length=500, label="Search")
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["q", "scope", "per_page"])
+
+
+EPISTEMIC_CHOICES = [("", "Any class"), *Epistemic.choices]
