@@ -1,14 +1,30 @@
-"""Demo data and accounts for `make run`: idempotent, so a second run adds nothing."""
+"""Demo data and accounts for `make run`: idempotent, so a second run adds nothing.
+
+The demo fills every queue of the console, through the same actions the
+console and the API use (so the audit feed is filled too): open conflicts of
+each kind, candidates, admitted and rejected facts, suspended facts with open
+challenges, one account past its flood cap, resolved conflicts and refuted
+challenges for history, receipts (outcomes), an entity merge and a private
+fact. Times are spread over the last five weeks so ages and decay show.
+"""
 
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from memories.actions import assert_fact, invalidate_fact
+from admissions.actions import file_challenge, record_verdict, refute_challenge
+from memories.actions import (
+    assert_fact,
+    find_entity,
+    invalidate_fact,
+    record_outcome,
+    resolve_conflict,
+)
+from memories.merges import merge_entities
 from memories.models import Scope
 from memories.roles import STEWARDS_GROUP
 
@@ -18,6 +34,8 @@ ACCOUNTS = [
     # username, is a global steward
     ("steward", True),
     ("member", False),
+    # An agent account that challenges too much: it shows the flood cap.
+    ("challenger", False),
 ]
 
 
@@ -32,9 +50,12 @@ class Command(BaseCommand):
         scope.members.add(*User.objects.filter(username__in=[name for name, _ in ACCOUNTS]))
         if new_scope:
             with transaction.atomic():
-                self.load_facts(
-                    User.objects.get(username="member"), User.objects.get(username="steward")
-                )
+                Demo(
+                    scope,
+                    steward=User.objects.get(username="steward"),
+                    member=User.objects.get(username="member"),
+                    challenger=User.objects.get(username="challenger"),
+                ).load()
             self.stdout.write(
                 self.style.SUCCESS(f"Loaded the demo data into scope {DEMO_SCOPE!r}.")
             )
@@ -66,24 +87,46 @@ class Command(BaseCommand):
             created.append((username, password))
         return created
 
-    def load_facts(self, member: User, steward: User) -> None:
-        now = timezone.now()
 
-        def say(actor, subject, predicate, obj, source, **extra):
-            return assert_fact(
-                actor=actor,
-                data={
-                    "scope": DEMO_SCOPE,
-                    "subject": subject,
-                    "predicate": predicate,
-                    "object": obj,
-                    "source_type": source,
-                    **extra,
-                },
-            )
+class Demo:
+    """The demo story, written step by step on a clock that starts five weeks ago."""
+
+    def __init__(self, scope: Scope, *, steward: User, member: User, challenger: User) -> None:
+        self.scope = scope
+        self.steward = steward
+        self.member = member
+        self.challenger = challenger
+        self.clock = timezone.now() - timedelta(days=35)
+
+    def tick(self, hours: float = 5) -> datetime:
+        self.clock += timedelta(hours=hours)
+        return self.clock
+
+    def say(self, actor, subject, predicate, obj, source, **extra):
+        data = {
+            "scope": self.scope.name,
+            "subject": subject,
+            "predicate": predicate,
+            "object": obj,
+            "source_type": source,
+            **extra,
+        }
+        return assert_fact(actor=actor, data=data, now=self.tick())
+
+    def admit(self, result, ground: str) -> None:
+        record_verdict(
+            actor=self.steward,
+            fact_id=result.fact.pk,
+            verdict="admitted",
+            ground=ground,
+            now=self.tick(1),
+        )
+
+    def load(self) -> None:
+        steward, member, challenger = self.steward, self.member, self.challenger
 
         # A commitment threatened by a session: flagged / commitment.
-        say(
+        decided = self.say(
             steward,
             "api-layer",
             "core/decided-against",
@@ -92,7 +135,8 @@ class Command(BaseCommand):
             epistemic="commitment",
             evidence=[{"ref": "ADR-12", "quote": "We will not adopt GraphQL."}],
         )
-        say(
+        self.admit(decided, "ADR-12 was accepted by the architecture group")
+        self.say(
             member,
             "api-layer",
             "core/prefers",
@@ -100,8 +144,8 @@ class Command(BaseCommand):
             "session-log",
             statement="the agent liked GraphQL's typed schema",
         )
-        # Reinforcement.
-        say(
+        # Reinforcement: two spellings, one fact.
+        trunk = self.say(
             member,
             "team",
             "core/prefers",
@@ -109,9 +153,10 @@ class Command(BaseCommand):
             "user-assertion",
             confidence=0.8,
         )
-        say(member, "team", "core/prefers", "Trunk-based  development", "session-log")
+        self.say(member, "team", "core/prefers", "Trunk-based  development", "session-log")
+        self.admit(trunk, "the team said so at the retro")
         # Outranked: an agent note against code.
-        say(
+        auth = self.say(
             steward,
             "AuthService",
             "core/has-version",
@@ -120,38 +165,141 @@ class Command(BaseCommand):
             confidence=0.95,
             evidence=[{"ref": "auth/pyproject.toml", "quote": 'version = "2.0.0"'}],
         )
-        say(member, "AuthService", "core/has-version", "3.0.0", "agent-note")
+        self.admit(auth, "read from the lockfile")
+        self.say(member, "AuthService", "core/has-version", "3.0.0", "agent-note")
         # Backdated: a version said to hold from before the standing one.
-        say(
+        billing = self.say(
             steward,
             "billing",
             "core/has-version",
             "5.2",
             "code",
-            t_valid=(now - timedelta(days=10)).isoformat(),
+            t_valid=(self.clock - timedelta(days=10)).isoformat(),
         )
-        say(
+        self.admit(billing, "tagged release")
+        self.say(
             member,
             "billing",
             "core/has-version",
             "5.1",
             "session-log",
-            t_valid=(now - timedelta(days=40)).isoformat(),
+            t_valid=(self.clock - timedelta(days=40)).isoformat(),
         )
         # Revenant: Heroku retired, Fly live, an agent note brings Heroku back.
-        heroku = say(steward, "shoply", "core/deployed-via", "Heroku", "user-assertion")
-        invalidate_fact(actor=steward, fact_id=heroku.fact.pk, reason="migrated to Fly")
-        say(steward, "shoply", "core/deployed-via", "Fly", "user-assertion")
-        say(member, "shoply", "core/deployed-via", "Heroku", "agent-note")
+        heroku = self.say(steward, "shoply", "core/deployed-via", "Heroku", "user-assertion")
+        invalidate_fact(
+            actor=steward, fact_id=heroku.fact.pk, reason="migrated to Fly", now=self.tick()
+        )
+        fly = self.say(steward, "shoply", "core/deployed-via", "Fly", "user-assertion")
+        self.admit(fly, "fly.toml in the repository")
+        self.say(member, "shoply", "core/deployed-via", "Heroku", "agent-note")
         # Clean supersession.
-        say(steward, "search", "core/has-version", "1.4", "code")
-        say(steward, "search", "core/has-version", "1.5", "code")
-        # Plain facts for the browser.
+        self.say(steward, "search", "core/has-version", "1.4", "code")
+        search = self.say(steward, "search", "core/has-version", "1.5", "code")
+        self.admit(search, "release notes")
+
+        # Facts with a verdict, and candidates still waiting for one.
+        admitted = []
         for subject, predicate, obj, source in [
             ("shoply", "core/uses", "PostgreSQL", "code"),
-            ("shoply", "core/uses", "Redis", "session-log"),
             ("shoply", "core/owned-by", "payments-team", "user-assertion"),
             ("AuthService", "core/depends-on", "PostgreSQL", "code"),
             ("ada", "core/works-at", "Northstar Labs", "user-assertion"),
+            ("checkout", "core/uses", "Stripe", "code"),
         ]:
-            say(member, subject, predicate, obj, source)
+            result = self.say(member, subject, predicate, obj, source)
+            self.admit(result, "checked against the source")
+            admitted.append(result.fact)
+        rejected = self.say(member, "inventory", "core/uses", "MongoDB", "agent-note")
+        record_verdict(
+            actor=steward,
+            fact_id=rejected.fact.pk,
+            verdict="rejected",
+            ground="no trace of MongoDB in any repository",
+            now=self.tick(1),
+        )
+        for subject, predicate, obj, source in [
+            ("shoply", "core/uses", "Redis", "session-log"),
+            ("checkout", "core/depends-on", "payments-api", "agent-note"),
+            ("search", "core/uses", "Elasticsearch", "session-log"),
+            ("docs-site", "core/deployed-via", "Netlify", "agent-note"),
+            ("billing", "core/owned-by", "finance-eng", "session-log"),
+        ]:
+            self.say(member, subject, predicate, obj, source)
+
+        # Suspended facts: the member's evidenced challenge suspends one fact;
+        # the challenger goes past the flood cap (A = 10 admitted → cap 3), so
+        # its fourth challenge is queued with no effect.
+        shoply_pg, owner, auth_pg, ada, stripe = admitted
+        file_challenge(
+            actor=member,
+            fact_id=owner.pk,
+            ground="the payments team handed shoply over in May",
+            evidence=[{"ref": "OPS-311", "quote": "ownership moves to storefront-team"}],
+            now=self.tick(),
+        )
+        file_challenge(
+            actor=member,
+            fact_id=stripe.pk,
+            ground="I think checkout moved to Adyen",
+            evidence=None,
+            now=self.tick(),
+        )
+        for target, ref in [
+            (shoply_pg, "agent-run-41"),
+            (auth_pg, "agent-run-42"),
+            (search.fact, "agent-run-43"),
+            (fly.fact, "agent-run-44"),
+        ]:
+            file_challenge(
+                actor=challenger,
+                fact_id=target.pk,
+                ground="contradicted by what the agent observed",
+                evidence=[{"ref": ref, "quote": ""}],
+                now=self.tick(1),
+            )
+
+        # History: a refuted challenge and a resolved conflict.
+        refuted = file_challenge(
+            actor=member,
+            fact_id=ada.pk,
+            ground="Ada's profile says she left",
+            evidence=[{"ref": "https://example.org/ada", "quote": "formerly at Northstar"}],
+            now=self.tick(),
+        )
+        refute_challenge(
+            actor=steward,
+            challenge_id=refuted.pk,
+            ground="that profile is of another Ada; HR confirms",
+            now=self.tick(),
+        )
+        self.say(steward, "payments", "core/has-version", "1.0", "code")
+        clash = self.say(member, "payments", "core/has-version", "0.9", "agent-note")
+        resolve_conflict(
+            actor=steward,
+            conflict_id=clash.conflict.pk,
+            action="keep",
+            keep=[clash.candidates[0].pk],
+            reason="the lockfile pins 1.0",
+            now=self.tick(),
+        )
+
+        # Receipts: accepted work that used admitted facts.
+        record_outcome(actor=member, fact_ids=[auth.fact.pk, auth_pg.pk], now=self.tick())
+        record_outcome(actor=steward, fact_ids=[fly.fact.pk], now=self.tick())
+
+        # Two spellings of one database, merged by a steward.
+        self.say(steward, "PostgreSQL", "core/has-version", "17", "code")
+        self.say(member, "Postgres", "core/owned-by", "data-team", "session-log")
+        merge_entities(
+            actor=steward,
+            entity_id=find_entity(self.scope, "Postgres").pk,
+            into_id=find_entity(self.scope, "PostgreSQL").pk,
+            reason="the same database; one name from now on",
+            now=self.tick(),
+        )
+
+        # A private note, seen only by its author and stewards.
+        self.say(
+            member, "member", "core/prefers", "small pull requests", "user-assertion", bucket="user"
+        )
