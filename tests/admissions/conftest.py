@@ -9,7 +9,7 @@ from memories.roles import STEWARDS_GROUP
 from tests.conftest import make_user
 
 
-def write_fact(actor, obj: str = "redis", *, scope: str = "project", **extra) -> Fact:
+def write_fact(actor, obj: str = "redis", *, scope: str = "project", now=None, **extra) -> Fact:
     """A fact asserted through the ordinary write path (system bucket unless told)."""
     data = {
         "scope": scope,
@@ -19,7 +19,7 @@ def write_fact(actor, obj: str = "redis", *, scope: str = "project", **extra) ->
         "source_type": extra.pop("source_type", "code"),
         **extra,
     }
-    return assert_fact(actor=actor, data=data).fact
+    return assert_fact(actor=actor, data=data, now=now).fact
 
 
 @pytest.fixture

@@ -1,0 +1,92 @@
+"""Stewards and challengers writing at the same instant, with real threads.
+
+Each thread has its own PostgreSQL session. The derived state (the admitted
+count A above all, which the flood cap reads) must end exactly where the fold
+of the committed records says, whatever the interleaving.
+"""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connections
+
+from admissions.actions import file_challenge, record_verdict
+from admissions.models import ScopeTally
+from admissions.selectors import fact_status, fold_as_known_at, scope_statuses
+from memories.models import Fact
+from tests.admissions.conftest import write_fact
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+WRITERS = 8
+
+
+def race(function, arguments):
+    """Run ``function`` once per argument, all released at the same instant."""
+    barrier = threading.Barrier(len(arguments))
+
+    def run(argument):
+        try:
+            barrier.wait()
+            return function(argument)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
+        return list(pool.map(run, arguments))
+
+
+def assert_derived_state_matches_the_fold(scope) -> None:
+    folded = fold_as_known_at(scope)
+    assert ScopeTally.objects.get(scope=scope).admitted == folded.admitted_count
+    statuses = scope_statuses(scope)
+    for fact in Fact.objects.filter(scope=scope, bucket="system"):
+        assert fact_status(fact) == folded.status_of(fact.pk)
+        assert statuses[fact.pk] == folded.status_of(fact.pk).status
+
+
+def test_stewards_admitting_different_facts_at_once_count_every_one(steward, author, scope):
+    facts = [write_fact(author, f"lib-{n}") for n in range(WRITERS)]
+    race(
+        lambda fact: record_verdict(
+            actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok"
+        ),
+        facts,
+    )
+    assert ScopeTally.objects.get(scope=scope).admitted == WRITERS
+    assert_derived_state_matches_the_fold(scope)
+
+
+def test_stewards_disagreeing_on_one_fact_at_once_leave_a_consistent_count(
+    steward, scope_steward, author, scope
+):
+    fact = write_fact(author)
+    verdicts = ["admitted", "rejected"] * (WRITERS // 2)
+    actors = [steward, scope_steward] * (WRITERS // 2)
+    race(
+        lambda pair: record_verdict(
+            actor=pair[0], fact_id=fact.pk, verdict=pair[1], ground="ruling"
+        ),
+        list(zip(actors, verdicts, strict=True)),
+    )
+    latest = fact_status(fact).status
+    assert ScopeTally.objects.get(scope=scope).admitted == (1 if latest == "admitted" else 0)
+    assert_derived_state_matches_the_fold(scope)
+
+
+def test_one_account_challenging_many_facts_at_once_suspends_no_more_than_its_cap(
+    steward, member, author, scope
+):
+    facts = [write_fact(author, f"lib-{n}") for n in range(WRITERS)]  # cap 2
+    for fact in facts:
+        record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok")
+    race(
+        lambda fact: file_challenge(
+            actor=member, fact_id=fact.pk, ground="wrong", evidence=["ticket"]
+        ),
+        facts,
+    )
+    statuses = scope_statuses(scope)
+    assert sorted(statuses[fact.pk] for fact in facts).count("suspended") == 2
+    assert_derived_state_matches_the_fold(scope)
