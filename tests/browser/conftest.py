@@ -1,0 +1,89 @@
+"""Playwright on Debian's Chromium against pytest-django's live server.
+
+One browser for the whole session; each test gets fresh contexts. Every page
+a test visits is watched for console errors, so a CSP violation (the browser
+logs "Refused to ...") fails the test that caused it.
+"""
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+PASSWORD = "a-long-test-password"
+
+# Playwright's sync API runs an event loop in this thread; Django refuses ORM
+# calls from a thread with a running loop unless told this is fine (tests only).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+_missing = not shutil.which(CHROMIUM)
+if _missing and os.environ.get("CLAIMGRAPH_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"CLAIMGRAPH_REQUIRE_BROWSER=1 but {CHROMIUM} is not installed")
+
+needs_browser = pytest.mark.skipif(_missing, reason=f"{CHROMIUM} is not installed")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield chromium
+        chromium.close()
+
+
+class Watched:
+    """A browser context whose pages record console errors and uncaught exceptions."""
+
+    def __init__(self, browser, base_url: str, **options) -> None:
+        self.context = browser.new_context(
+            base_url=base_url, viewport={"width": 1280, "height": 900}, **options
+        )
+        self.context.set_default_timeout(10_000)
+        self.errors: list[str] = []
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def open_browser(browser, live_server) -> Iterator:
+    """Open contexts as needed; on teardown, fail if any page logged an error (e.g. CSP)."""
+    opened: list[Watched] = []
+
+    def open_one(**options) -> Watched:
+        watched = Watched(browser, live_server.url, **options)
+        opened.append(watched)
+        return watched
+
+    yield open_one
+    errors = [error for watched in opened for error in watched.errors]
+    for watched in opened:
+        watched.close()
+    assert errors == [], f"the pages logged errors: {errors}"
+
+
+def sign_in(page, username: str, password: str = PASSWORD) -> None:
+    page.goto("/signin/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Dashboard").wait_for()
