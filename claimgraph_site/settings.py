@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "memories",
     "admissions",
+    "accounts",
 ]
 
 MIDDLEWARE = [

@@ -15,6 +15,7 @@ urlpatterns = [
     ),
     path("signout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api.urls),
+    path("account/", include("accounts.urls")),
     path("", include("admissions.urls")),
     path("", include("memories.urls")),
 ]

@@ -1,0 +1,72 @@
+"""``import_facts FILE.jsonl [--episode NAME] [--as USERNAME]``: bulk assertions (SPEC §12).
+
+One assertion per line, with the fields of ``POST /api/v1/facts``; the same
+decisions as asserting each line on its own (``memories.ingest``).
+"""
+
+import os
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from memories.ingest import BATCH_SIZE, import_lines, read_lines
+from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
+
+STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
+
+
+class Command(BaseCommand):
+    help = (
+        "Import assertions from a JSONL file (one JSON object per line, the fields of "
+        "POST /api/v1/facts). A bad line is reported with its number and skipped."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file", help="The JSONL file, or - for standard input.")
+        parser.add_argument(
+            "--episode", help="Episode for lines that name none (withdraw_episode undoes it)."
+        )
+        parser.add_argument(
+            "--as",
+            dest="username",
+            help=f"The account the facts are written as (default: {SHELL_ACCOUNT}).",
+        )
+        parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+
+    def handle(self, *args, file: str, episode, username, batch_size: int, **options) -> None:
+        if file != "-" and not os.path.isfile(file):
+            raise CommandError(f"No such file: {file}")
+        if batch_size < 1:
+            raise CommandError("--batch-size must be at least 1")
+        actor = acting_account(username)
+        total = None if file == "-" else _count_lines(file)
+        with tqdm(
+            total=total,
+            unit=" lines",
+            desc="Importing",
+            file=self.stderr._out,
+            disable=None,  # off when stderr is not a terminal
+        ) as bar:
+            try:
+                report = import_lines(
+                    read_lines(file),
+                    actor=actor,
+                    episode=episode,
+                    batch_size=batch_size,
+                    on_progress=bar.update,
+                )
+            except UnicodeDecodeError as error:
+                raise CommandError(f"{file} is not UTF-8 text: {error}") from None
+
+        counts = report.counts
+        self.stdout.write(
+            "Imported: " + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES)
+        )
+        for outcome in report.rejected:
+            where = f" ({outcome.field})" if outcome.field else ""
+            self.stdout.write(f"  line {outcome.line}: rejected{where}: {outcome.reason}")
+
+
+def _count_lines(path: str) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
