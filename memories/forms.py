@@ -19,11 +19,20 @@ class PagedForm(forms.Form):
     page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     per_page = forms.TypedChoiceField(
         required=False,
+        initial=DEFAULT_PAGE_SIZE,
         coerce=int,
         empty_value=DEFAULT_PAGE_SIZE,
         choices=[(size, str(size)) for size in PAGE_SIZES],
         label="Per page",
     )
+
+    def __init__(self, data=None, *args, **kwargs) -> None:
+        # A filter form submitted without a page size keeps the default one
+        # (selected in the form, not only applied), like an unbound form.
+        if data is not None and not data.get("per_page"):
+            data = data.copy()
+            data["per_page"] = str(DEFAULT_PAGE_SIZE)
+        super().__init__(data, *args, **kwargs)
 
     def page_size(self) -> int:
         if self.is_valid():

@@ -115,15 +115,36 @@ def _audit_rows(request: HttpRequest, form: AuditFilterForm) -> QuerySet[AuditEn
     return rows.select_related("actor", "scope")
 
 
+def audit_changes(before: dict | None, after: dict | None) -> list[tuple[str, str, str]]:
+    """What an entry changed, key by key: only the keys whose value differs."""
+    before, after = before or {}, after or {}
+    return [
+        (key, _shown(before.get(key)), _shown(after.get(key)))
+        for key in dict.fromkeys([*before, *after])
+        if before.get(key) != after.get(key)
+    ]
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
 @require_GET
 @login_required
 def audit(request: HttpRequest) -> HttpResponse:
     """Every human action and automatic change in the viewer's scopes, newest first."""
     form = AuditFilterForm(request.GET or None, user=request.user)
     rows = _audit_rows(request, form).order_by("-at", "-id")
+    page = paginate(request, rows, form)
+    for entry in page:
+        entry.changes = audit_changes(entry.before, entry.after)
     context = {
         "form": form,
-        "page": paginate(request, rows, form),
+        "page": page,
         "query": page_query(request),
         "export_query": page_query(request),
     }
