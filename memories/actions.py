@@ -21,6 +21,7 @@ from functools import cached_property
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -55,6 +56,19 @@ from memories.models import (
 )
 from memories.normalize import value_key
 from memories.roles import is_steward_of
+
+
+def _hot_cursor() -> psycopg.Cursor:
+    """A server-binding cursor on Django's own connection, for the write path's hot queries.
+
+    psycopg prepares a statement once it has run a few times on a connection,
+    so PostgreSQL plans each of these queries once per connection instead of
+    on every assertion (Django's cursors bind on the client and are planned
+    every time). Same connection, so same transaction as the ORM around it.
+    """
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
 
 # --- vocabulary -----------------------------------------------------------------
 
@@ -146,12 +160,13 @@ def writable_scope(actor, name: str) -> Scope:
     """
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("scope")
-    with connection.cursor() as cursor:
+    with _hot_cursor() as cursor:
         cursor.execute(
             f"SELECT s.id, s.name, s.description, s.created_at FROM {Scope._meta.db_table} s"
             f" JOIN {Scope.members.through._meta.db_table} m ON m.scope_id = s.id"
             " WHERE s.name = %s AND m.user_id = %s",
             [name, actor.pk],
+            prepare=True,
         )
         row = cursor.fetchone()
     scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3]) if row else None
@@ -184,37 +199,72 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
     # one entity's name is another's alias. An entity a steward merged into
     # another answers as that other one (memories.merges); following the
     # merge costs a second query only while a merge of it is in force.
-    # Raw SQL because this runs on every assertion, once or twice.
-    entity_table = Entity._meta.db_table
-    merge_table = EntityMerge._meta.db_table
-    with connection.cursor() as cursor:
+    # Raw SQL because this runs on every assertion: by key through the unique
+    # index, and by alias through the GIN index only when the key finds nothing.
+    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
+    with _hot_cursor() as cursor:
         cursor.execute(
-            f"""
-            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
-                   e.created_at,
-                   (SELECT m.into_id FROM {merge_table} m
-                     WHERE m.entity_id = e.id AND m.undoes_id IS NULL
-                       AND NOT EXISTS (SELECT 1 FROM {merge_table} u WHERE u.undoes_id = m.id)
-                     ORDER BY m.at, m.id LIMIT 1)
-              FROM (
-                (SELECT *, 0 AS by_alias FROM {entity_table} WHERE scope_id = %s AND key = %s)
-                UNION ALL
-                (SELECT *, 1 FROM {entity_table}
-                  WHERE scope_id = %s AND alias_keys @> ARRAY[%s]::varchar[]
-                  ORDER BY id LIMIT 1)
-              ) e
-             ORDER BY e.by_alias
-             LIMIT 1
-            """,
-            [scope.pk, key, scope.pk, key],
+            select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
         )
         row = cursor.fetchone()
-    if row is None:
+        if row is None:
+            cursor.execute(
+                select
+                + " WHERE e.scope_id = %s AND e.alias_keys @> ARRAY[%s]::varchar[]"
+                + " ORDER BY e.id LIMIT 1",
+                [scope.pk, key],
+                prepare=True,
+            )
+            row = cursor.fetchone()
+    return _entity_from_row(row)
+
+
+# The columns of an entity row ``e``, and the entity it is merged into while
+# a steward's merge of it is in force (memories.merges), or NULL.
+_ENTITY_COLUMNS = f"""
+    e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+    (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
+      WHERE m.entity_id = e.id AND m.undoes_id IS NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
+      ORDER BY m.at, m.id LIMIT 1)
+"""
+
+
+def _entity_from_row(row: Sequence[Any] | None) -> Entity | None:
+    if row is None or row[0] is None:
         return None
     *fields, merged_into = row
     if merged_into is not None:
         return Entity.objects.get(pk=merged_into)
     return Entity(*fields)
+
+
+def _scope_and_subject(actor, scope_name: str, subject_name: str) -> tuple[Scope, Entity | None]:
+    """The writable scope and, when it exists by name, the subject: one round trip.
+
+    The common case of every assertion (a member writing about a known
+    subject) in one statement. The entity columns come back only when the
+    membership join holds, so nothing is read for a caller who may not
+    write. Anything else falls back to ``writable_scope`` (stewards who are
+    not members) and to the full lookup by alias (``get_or_create_entity``).
+    """
+    with _hot_cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, s.name, s.description, s.created_at, {_ENTITY_COLUMNS}"
+            f" FROM {Scope._meta.db_table} s"
+            f" JOIN {Scope.members.through._meta.db_table} sm"
+            "   ON sm.scope_id = s.id AND sm.user_id = %s"
+            f" LEFT JOIN {Entity._meta.db_table} e ON e.scope_id = s.id AND e.key = %s"
+            " WHERE s.name = %s",
+            [actor.pk, value_key(subject_name), scope_name],
+            prepare=True,
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return writable_scope(actor, scope_name), None
+    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
+    return scope, _entity_from_row(row[4:])
 
 
 def get_or_create_entity(scope: Scope, name: str) -> Entity:
@@ -245,12 +295,17 @@ def get_or_create_entity(scope: Scope, name: str) -> Entity:
     return found
 
 
+_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+
+def slot_key(scope_id: int, subject_id: int, slot_name: str) -> str:
+    """The name of a slot's advisory lock (hashed to the lock's 64-bit id by PostgreSQL)."""
+    return f"claimgraph:slot:{scope_id}:{subject_id}:{slot_name}"
+
+
 def _lock_slot(scope_id: int, subject_id: int, slot_name: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-            [f"claimgraph:slot:{scope_id}:{subject_id}:{slot_name}"],
-        )
+    with _hot_cursor() as cursor:
+        cursor.execute(_LOCK_SQL, [slot_key(scope_id, subject_id, slot_name)], prepare=True)
 
 
 def lock_slots(slots: Iterable[tuple[int, int, str]]) -> None:
@@ -313,15 +368,23 @@ def assert_fact(
     """
     vocab = vocabulary or load_vocabulary(data)
     assertion = decisions.parse_assertion(data, vocab.spec, now=now or timezone.now())
-    scope = writable_scope(actor, assertion.scope)
+    if not actor.is_authenticated or not actor.is_active:
+        raise NotFound("scope")
     with transaction.atomic():
-        return _assert_in_scope(actor, scope, assertion, vocab, now)
+        scope, subject = _scope_and_subject(actor, assertion.scope, assertion.subject)
+        return _assert_in_scope(actor, scope, assertion, vocab, now, subject=subject)
 
 
 def _assert_in_scope(
-    actor, scope: Scope, assertion: Assertion, vocab: LoadedVocabulary, now: datetime | None
+    actor,
+    scope: Scope,
+    assertion: Assertion,
+    vocab: LoadedVocabulary,
+    now: datetime | None,
+    *,
+    subject: Entity | None = None,
 ) -> AssertResult:
-    subject = get_or_create_entity(scope, assertion.subject)
+    subject = subject or get_or_create_entity(scope, assertion.subject)
     object_ref = None
     if assertion.object_kind == ObjectKind.ENTITY:
         object_ref = get_or_create_entity(scope, assertion.object)
@@ -329,14 +392,21 @@ def _assert_in_scope(
     else:
         object_key = value_key(assertion.object)
 
-    _lock_slot(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate))
+    standing = _standing_facts(
+        actor,
+        scope,
+        subject,
+        assertion,
+        object_key,
+        vocab,
+        slot_lock_key=slot_key(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate)),
+    )
     # The clock is read under the lock: a time read before it could be older
     # than a fact a previous holder of the lock just committed.
     now = now or timezone.now()
     t_valid = assertion.t_valid or now
     if assertion.t_invalid is not None and assertion.t_invalid <= t_valid:
         raise Rejected("t_invalid", "must be after t_valid")
-    standing = _standing_facts(actor, scope, subject, assertion, object_key, vocab)
     incoming = decisions.incoming_from(assertion, object_key, t_valid=t_valid)
     decision = decisions.decide(
         incoming,
@@ -468,8 +538,10 @@ def _standing_facts(
     assertion: Assertion,
     object_key: str,
     vocab: LoadedVocabulary,
+    *,
+    slot_lock_key: str,
 ) -> list[StandingFact]:
-    """The facts of the slot that can matter to this assertion (see ``decisions.decide``).
+    """Lock the slot, then read its facts that can matter (see ``decisions.decide``).
 
     Narrower than the whole slot on purpose: a busy ``many`` slot can hold
     hundreds of live values, and only a ``one`` predicate or a low-trust
@@ -502,13 +574,17 @@ def _standing_facts(
     if assertion.bucket == Bucket.USER:
         where += " AND author_id = %s"
         params.insert(3, actor.pk)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, predicate_id, object_kind, object_key, epistemic, source_type_id,"
-            " confidence, t_valid, t_invalid, evidence"
-            f" FROM {Fact._meta.db_table} WHERE {where} AND ({' OR '.join(conditions)})",
-            params,
-        )
+    read = (
+        "SELECT id, predicate_id, object_kind, object_key, epistemic, source_type_id,"
+        " confidence, t_valid, t_invalid, evidence"
+        f" FROM {Fact._meta.db_table} WHERE {where} AND ({' OR '.join(conditions)})"
+    )
+    # Lock first, then read: PostgreSQL takes the read's snapshot when the
+    # read starts, after the lock is granted, so it sees what the previous
+    # holder of the lock committed.
+    with _hot_cursor() as cursor:
+        cursor.execute(_LOCK_SQL, [slot_lock_key], prepare=True)
+        cursor.execute(read, params, prepare=True)
         rows = cursor.fetchall()
     return [
         StandingFact(
@@ -553,8 +629,8 @@ def _insert_fact(fact: Fact) -> None:
             f" VALUES ({', '.join(['%s'] * len(fields))})",
         )
     values = [f.get_db_prep_save(getattr(fact, f.attname), connection) for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
+    with _hot_cursor() as cursor:
+        cursor.execute(sql, values, prepare=True)
     fact._state.adding = False
     fact._state.db = connection.alias
 

@@ -226,9 +226,16 @@ class Fact(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="facts")
-    subject = models.ForeignKey(Entity, on_delete=models.PROTECT, related_name="facts_as_subject")
-    predicate = models.ForeignKey(Predicate, on_delete=models.PROTECT, related_name="facts")
+    # Every index on this table is paid for on each write. Foreign keys that
+    # lead a composite index below, or are only ever read with one, have no
+    # index of their own.
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="facts", db_index=False)
+    subject = models.ForeignKey(
+        Entity, on_delete=models.PROTECT, related_name="facts_as_subject", db_index=False
+    )
+    predicate = models.ForeignKey(
+        Predicate, on_delete=models.PROTECT, related_name="facts", db_index=False
+    )
     object_kind = models.CharField(max_length=10, choices=ObjectKind.choices)
     object_ref = models.ForeignKey(
         Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="facts_as_object"
@@ -239,9 +246,11 @@ class Fact(models.Model):
     # entity's id. Two facts hold the same object when kind and key are equal.
     object_key = models.TextField(editable=False)
     epistemic = models.CharField(max_length=20, choices=Epistemic.choices)
-    source_type = models.ForeignKey(SourceType, on_delete=models.PROTECT, related_name="facts")
+    source_type = models.ForeignKey(
+        SourceType, on_delete=models.PROTECT, related_name="facts", db_index=False
+    )
     confidence = models.FloatField()
-    episode = models.CharField(max_length=200, blank=True, db_index=True)
+    episode = models.CharField(max_length=200, blank=True)
     statement = models.TextField(blank=True)
     evidence = models.JSONField(default=list, blank=True)
     author = models.ForeignKey(
@@ -259,6 +268,7 @@ class Fact(models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="invalidated_facts",
+        db_index=False,
     )
     invalidation_kind = models.CharField(
         max_length=20, choices=InvalidationKind.choices, blank=True
@@ -324,15 +334,12 @@ class Fact(models.Model):
             ),
         ]
         indexes = [
-            models.Index(
-                fields=["scope", "subject", "predicate"],
-                name="fact_live_slot",
-                condition=Q(t_invalid__isnull=True),
-            ),
             # Not on object_key: a 2,000-character literal can outgrow a btree
             # entry. A slot holds few facts, so filtering them is cheap.
             models.Index(fields=["scope", "subject", "predicate"], name="fact_slot"),
             models.Index(fields=["scope", "recorded_at"], name="fact_scope_recorded"),
+            # Withdrawal finds an episode's facts (a plain btree: no LIKE index).
+            models.Index(fields=["scope", "episode"], name="fact_scope_episode"),
         ]
 
     def __str__(self) -> str:
