@@ -58,44 +58,9 @@ def share_percent() -> int:
 
 # --- one fact ---------------------------------------------------------------------
 
-# One statement, so the records, A and the rank counts come from one snapshot.
-# ``earlier`` is filled on the row of each account's earliest open evidenced
-# challenge on this fact: how many other admitted facts that account
-# challenges, openly and with evidence, ranking before it (rule 6). It is an
-# index range scan over that account's open challenges in the scope
-# (open_challenge_rank), never a scan of the scope's history.
-_FACT_STATUS_SQL = """
-WITH firsts AS (
-    SELECT DISTINCT ON (author_id) challenge_id
-    FROM admissions_openchallenge
-    WHERE fact_id = %(fact)s
-    ORDER BY author_id, inserted_at, challenge_id
-)
-SELECT
-    tally.admitted,
-    r.id, r.role, r.verdict, r.evidence IS NOT NULL, r.challenge_id,
-    r.author_id, r.username, r.inserted_at,
-    CASE WHEN r.id IN (SELECT challenge_id FROM firsts) THEN (
-        SELECT count(DISTINCT o.fact_id)
-        FROM admissions_openchallenge o
-        JOIN admissions_factverdict v ON v.fact_id = o.fact_id AND v.verdict = 'admitted'
-        WHERE o.scope_id = %(scope)s
-          AND o.author_id = r.author_id
-          AND (o.inserted_at, o.challenge_id) < (r.inserted_at, r.id)
-          AND o.fact_id <> %(fact)s
-    ) END AS earlier
-FROM (
-    SELECT coalesce(
-        (SELECT admitted FROM admissions_scopetally WHERE scope_id = %(scope)s), 0
-    ) AS admitted
-) AS tally
-LEFT JOIN LATERAL (
-    SELECT rec.*, u.username
-    FROM admissions_record rec
-    JOIN auth_user u ON u.id = rec.author_id
-    WHERE rec.fact_id = %(fact)s
-) AS r ON true
-"""
+# One statement, so the records, A and the rank counts come from one snapshot;
+# a database function (migration 0003), so its plan is made once per session.
+_FACT_STATUS_SQL = "SELECT * FROM admissions_fact_status(%s, %s)"
 
 
 def fact_status(fact: Fact) -> Status | None:
@@ -103,7 +68,7 @@ def fact_status(fact: Fact) -> Status | None:
     if fact.bucket != Bucket.SYSTEM:
         return None
     with connection.cursor() as cursor:
-        cursor.execute(_FACT_STATUS_SQL, {"fact": fact.pk, "scope": fact.scope_id})
+        cursor.execute(_FACT_STATUS_SQL, [fact.pk, fact.scope_id])
         rows = cursor.fetchall()
     records = []
     earlier: dict[int, int] = {}

@@ -286,8 +286,8 @@ def judge(
             Finding(
                 4,
                 f"{_count(resolved, 'challenge')} closed by refutation: {_ids(resolved)}.",
-                tuple(record.id for record in resolved)
-                + tuple(r.id for r in refutations if r.challenge_id in {c.id for c in resolved}),
+                # Every refutation here names one of these challenges.
+                tuple(record.id for record in resolved) + tuple(r.id for r in refutations),
             )
         )
     unevidenced = [r for r in challenges if not r.evidenced and r.id not in refuted]
