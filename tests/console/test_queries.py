@@ -1,0 +1,86 @@
+"""Every list page issues the same number of SQL queries whatever its page size (no N+1)."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from admissions.actions import file_challenge, record_verdict
+from memories.actions import record_outcome
+from tests.console.conftest import write
+
+pytestmark = pytest.mark.django_db
+
+ROWS = 55
+
+
+@pytest.fixture
+def crowd(member, steward, author):
+    """More than 50 of everything: conflicts, candidates, challenges, entities, audit entries."""
+    standing_facts = []
+    for i in range(ROWS):
+        standing = write(steward, f"svc-{i:02}", "core/has-version", "1.0", "code").fact
+        write(member, f"svc-{i:02}", "core/has-version", "2.0", "agent-note")
+        record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="ok")
+        if i < 30:
+            challenger = member if i % 2 else author
+            file_challenge(actor=challenger, fact_id=standing.pk, ground="no", evidence=["x"])
+        standing_facts.append(standing.pk)
+    record_outcome(actor=member, fact_ids=standing_facts)
+
+
+def queries(client, url: str, **params) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url, params)
+    assert response.status_code == 200
+    return len(captured)
+
+
+LIST_PAGES = [
+    ("conflicts", {}),
+    ("conflicts", {"state": "all"}),
+    ("candidates", {}),
+    ("candidates", {"predicate": "core/has-version"}),
+    ("challenges", {}),
+    ("challenges", {"state": "all"}),
+    ("facts", {}),
+    ("facts", {"status": "suspended"}),
+    ("facts", {"q": "svc"}),
+    ("audit", {}),
+    ("audit", {"who": "human"}),
+    ("entities", {}),
+]
+
+
+def test_every_list_page_issues_as_many_queries_for_5_rows_as_for_50(as_steward, as_member, crowd):
+    # One crowd for every page: building it is the slow part of this test.
+    growth = {}
+    for who, client in (("steward", as_steward), ("member", as_member)):
+        for name, filters in LIST_PAGES:
+            if who == "member" and name == "candidates":
+                continue  # members are refused the candidates queue
+            url = reverse(name)
+            few = queries(client, url, per_page=5, **filters)
+            many = queries(client, url, per_page=50, **filters)
+            growth[(who, name, tuple(filters.items()))] = many - few
+    assert {page: extra for page, extra in growth.items() if extra} == {}
+
+
+def test_dashboard_counts_in_a_fixed_number_of_queries(
+    as_steward, crowd, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(12):
+        as_steward.get(reverse("dashboard"))
+
+
+def test_conflict_and_fact_pages_stay_within_a_fixed_budget(
+    as_steward, crowd, django_assert_max_num_queries
+):
+    from memories.models import Conflict
+
+    conflict = Conflict.objects.open().first()
+    with django_assert_max_num_queries(20):
+        as_steward.get(reverse("conflict", args=[conflict.pk]))
+    fact = conflict.facts.first()
+    with django_assert_max_num_queries(25):
+        as_steward.get(reverse("fact", args=[fact.pk]))
