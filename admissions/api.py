@@ -162,7 +162,10 @@ def post_challenge(request: HttpRequest, fact_id: str, payload: ChallengeIn):
     evidence = (
         None
         if payload.evidence is None
-        else [item.model_dump(exclude_none=True) for item in payload.evidence]
+        else [
+            item if isinstance(item, str) else item.model_dump(exclude_none=True)
+            for item in payload.evidence
+        ]
     )
     record = file_challenge(
         actor=caller(request), fact_id=fact_id, ground=payload.ground, evidence=evidence

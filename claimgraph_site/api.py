@@ -137,14 +137,16 @@ def _field_name(loc: tuple | list) -> str | None:
     # ninja's locations read ("body", "<parameter>", "confidence") or
     # ("query", "scope"); list positions are kept so a bad evidence item
     # reads "evidence.2.ref".
-    parts = [str(part) for part in loc[1:]]
+    parts = [str(part) for part in loc[1:] if str(part) not in _NOT_FIELDS]
     if parts and parts[0] in _BODY_PARAMETERS:
         parts = parts[1:]
-    return ".".join(parts) or None
+    return ".".join(part for part in parts if "[" not in part) or None
 
 
-# The names the routers give their body parameters, never a field of a body.
+# The names the routers give their body parameters, never a field of a body;
+# and the tags pydantic adds to a location inside a union or validator.
 _BODY_PARAMETERS = frozenset({"payload"})
+_NOT_FIELDS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
 
 
 @api.exception_handler(RequestDataTooBig)

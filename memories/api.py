@@ -27,9 +27,8 @@ from ninja.responses import Status
 from pydantic import (
     AfterValidator,
     ConfigDict,
+    Strict,
     StrictBool,
-    StrictFloat,
-    StrictInt,
     StrictStr,
     WithJsonSchema,
 )
@@ -123,7 +122,8 @@ Instant = Annotated[
     AfterValidator(_instant),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
-Number = StrictFloat | StrictInt
+# Strict: a JSON integer is a number, a string or a boolean is not.
+Number = Annotated[float, Strict()]
 
 
 class Body(Schema):
@@ -132,9 +132,13 @@ class Body(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
-class EvidenceIn(Body):
+class EvidenceItem(Body):
     ref: Text = Field(max_length=2_000)
     quote: Text | None = Field(None, max_length=2_000)
+
+
+# An evidence item is {ref, quote}; a bare string is taken as a ref.
+EvidenceIn = EvidenceItem | Annotated[Text, Field(max_length=2_000)]
 
 
 class FactIn(Body):
