@@ -23,7 +23,7 @@ same ``status.judge`` the fold uses, with the two numbers of rule 6 computed
 in SQL; the tests check on random histories that both paths agree.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -45,7 +45,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from admissions import status as fold
-from admissions.models import ChallengeRank, FactVerdict, Record
+from admissions.models import ChallengeRank, FactVerdict, Record, Role
 from admissions.status import AccountUsage, PlainRecord, Status, StatusName
 from memories.errors import NotFound, Rejected
 from memories.models import Bucket, Fact, Scope
@@ -58,15 +58,26 @@ def share_percent() -> int:
 
 # --- one fact ---------------------------------------------------------------------
 
-# One statement, so the records, A and the rank counts come from one snapshot;
-# a database function (migration 0003), so its plan is made once per session.
+# Both reads are single statements, so what they read comes from one snapshot,
+# and database functions (migrations 0003 and 0004), so their plans are made
+# once per session rather than on every call.
 _FACT_STATUS_SQL = "SELECT * FROM admissions_fact_status(%s, %s)"
+_FACT_STATE_SQL = "SELECT * FROM admissions_fact_state(%s, %s)"
 
 
-def fact_status(fact: Fact) -> Status | None:
-    """The derived status of one fact with its explanation; None for a ``user`` fact."""
+def fact_status(fact: Fact, *, explain: bool = True) -> Status | None:
+    """The derived status of one fact; None for a ``user`` fact.
+
+    With ``explain`` (the default) the status carries its findings, which
+    read the fact's whole record history. Without it, only the derived
+    state is read — the latest verdict, the fact's open evidenced challenges
+    and the rank counts of rule 6 — so the cost does not grow with the
+    history: use it wherever only the status is shown.
+    """
     if fact.bucket != Bucket.SYSTEM:
         return None
+    if not explain:
+        return _fact_state(fact)
     with connection.cursor() as cursor:
         cursor.execute(_FACT_STATUS_SQL, [fact.pk, fact.scope_id])
         rows = cursor.fetchall()
@@ -85,6 +96,38 @@ def fact_status(fact: Fact) -> Status | None:
         admitted_count=rows[0][0],
         share_percent=share_percent(),
         earlier=earlier,
+    )
+
+
+def _fact_state(fact: Fact) -> Status:
+    with connection.cursor() as cursor:
+        cursor.execute(_FACT_STATE_SQL, [fact.pk, fact.scope_id])
+        rows = cursor.fetchall()
+    records = []
+    earlier: dict[int, int] = {}
+    for _, record_id, role, verdict, author_id, inserted_at, earlier_count in rows:
+        if record_id is None:  # no verdict and no open evidenced challenge
+            continue
+        records.append(
+            PlainRecord(
+                id=record_id,
+                fact_id=fact.pk,
+                role=role,
+                author_id=author_id,
+                inserted_at=inserted_at,
+                verdict=verdict,
+                evidenced=role == Role.CHALLENGE,
+            )
+        )
+        if earlier_count is not None:
+            earlier[author_id] = earlier_count
+    return fold.judge(
+        fact.pk,
+        records,
+        admitted_count=rows[0][0],
+        share_percent=share_percent(),
+        earlier=earlier,
+        explain=False,
     )
 
 
@@ -120,23 +163,52 @@ def fact_records(fact: Fact) -> QuerySet[Record]:
 # --- a whole scope ------------------------------------------------------------------
 
 
-class StatusMap(dict[UUID, StatusName]):
-    """Statuses by fact id; a fact with no admission record is a candidate."""
+class StatusMap(Mapping[UUID | str, StatusName]):
+    """A scope's statuses by fact id (a UUID or its text); a fact without a verdict is a candidate.
 
-    def __missing__(self, fact_id: UUID) -> StatusName:
-        return "candidate"
+    Iterating yields the text ids of the facts that have a verdict. Keys are
+    kept as text because the ids arrive as text: building 100,000 UUID
+    objects would cost more than the whole query.
+    """
+
+    def __init__(self, by_id: dict[str, StatusName]) -> None:
+        self._by_id = by_id
+
+    def __getitem__(self, fact_id: UUID | str) -> StatusName:
+        return self._by_id.get(str(fact_id), "candidate")
+
+    def __contains__(self, fact_id: object) -> bool:
+        return str(fact_id) in self._by_id
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def counts(self) -> dict[str, int]:
+        """How many facts have each status (candidates without a verdict are not counted)."""
+        counted: dict[str, int] = {}
+        for value in self._by_id.values():
+            counted[value] = counted.get(value, 0) + 1
+        return counted
 
 
+# One row per status with its fact ids joined into one text: the scope's
+# statuses cross the wire as four strings instead of 100,000 rows.
 _SCOPE_STATUSES_SQL = """
 WITH suspended AS (
     SELECT DISTINCT fact_id
     FROM admissions_challenge_rank
     WHERE scope_id = %(scope)s AND position * 100 <= admitted * %(share)s + 99
 )
-SELECT v.fact_id, CASE WHEN s.fact_id IS NULL THEN v.verdict ELSE 'suspended' END
+SELECT
+    CASE WHEN s.fact_id IS NULL THEN v.verdict ELSE 'suspended' END,
+    string_agg(v.fact_id::text, ' ')
 FROM admissions_factverdict v
 LEFT JOIN suspended s ON s.fact_id = v.fact_id
 WHERE v.scope_id = %(scope)s
+GROUP BY 1
 """
 
 
@@ -148,7 +220,10 @@ def scope_statuses(scope: Scope) -> StatusMap:
     """
     with connection.cursor() as cursor:
         cursor.execute(_SCOPE_STATUSES_SQL, {"scope": scope.pk, "share": share_percent()})
-        return StatusMap(cursor.fetchall())
+        by_id: dict[str, StatusName] = {}
+        for value, ids in cursor.fetchall():
+            by_id.update(dict.fromkeys(ids.split(" "), value))
+    return StatusMap(by_id)
 
 
 def in_effect(ranks: QuerySet[ChallengeRank] | None = None) -> QuerySet[ChallengeRank]:

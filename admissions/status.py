@@ -243,8 +243,13 @@ def judge(
     admitted_count: int,
     share_percent: int,
     earlier: Mapping[int, int] | None = None,
+    explain: bool = True,
 ) -> Status:
     """Rules 1-6 for one fact, given all of its records.
+
+    With ``explain=False`` no findings are written, and the records may be
+    just the latest verdict and the open evidenced challenges: that is all
+    the decision reads (``admissions.selectors`` uses this for its fast path).
 
     ``admitted_count`` is A for the fact's scope. ``earlier`` maps each
     account with an open evidenced challenge on this (admitted) fact to how
@@ -323,7 +328,7 @@ def judge(
             queued=(),
             admitted_count=admitted_count,
             cap=cap,
-            findings=tuple(sorted(findings, key=lambda finding: finding.rule)),
+            findings=_ordered(findings) if explain else (),
         )
 
     # Rules 3, 5 and 6 for an admitted fact: each account's earliest open
@@ -389,8 +394,12 @@ def judge(
         queued=tuple(challenge.id for challenge in queued),
         admitted_count=admitted_count,
         cap=cap,
-        findings=tuple(sorted(findings, key=lambda finding: finding.rule)),
+        findings=_ordered(findings) if explain else (),
     )
+
+
+def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda finding: finding.rule))
 
 
 def _is_admitted(verdict: PlainRecord | None) -> bool:

@@ -43,6 +43,7 @@ def assert_derived_state_matches_the_fold(scope) -> None:
     statuses = scope_statuses(scope)
     for fact in Fact.objects.filter(scope=scope, bucket="system"):
         assert fact_status(fact) == folded.status_of(fact.pk)
+        assert fact_status(fact, explain=False).status == folded.status_of(fact.pk).status
         assert statuses[fact.pk] == folded.status_of(fact.pk).status
 
 
