@@ -34,7 +34,10 @@ SLOT_HISTORY_LIMIT = 60
 def conflicts(request: HttpRequest) -> HttpResponse:
     """Open conflicts, oldest first: the queue a steward works through."""
     form = ConflictFilterForm(request.GET or None, user=request.user)
-    rows = Conflict.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    # The scope ids as a list, not a subquery: with them PostgreSQL walks the
+    # open-conflict index in age order and stops at the page's end.
+    scope_ids = list(Scope.objects.visible_to(request.user).values_list("pk", flat=True))
+    rows = Conflict.objects.filter(scope_id__in=scope_ids)
     state = "open"
     if form.is_valid():
         state = form.cleaned_data["state"] or "open"

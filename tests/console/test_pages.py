@@ -329,3 +329,25 @@ def test_audit_exports_stream_csv_and_jsonl_with_the_filters(as_steward, world):
 def test_audit_of_another_scope_is_not_exported_to_an_outsider(as_outsider, world):
     response = as_outsider.get(reverse("audit-export", args=["jsonl"]))
     assert b"".join(response.streaming_content) == b""
+
+
+# --- pagination -------------------------------------------------------------------------------
+
+
+def test_a_long_queue_counts_one_window_past_the_page_and_still_pages_on(
+    as_steward, member, world, monkeypatch
+):
+    from memories.views import WindowPaginator
+    from tests.console.conftest import write
+
+    for n in range(7):
+        write(member, "queue", "core/uses", f"tool-{n}", "session-log")
+    monkeypatch.setattr(WindowPaginator, "WINDOW", 1)
+
+    def pager(number):
+        page = as_steward.get(reverse("candidates"), {"per_page": 5, "page": number})
+        return page.content.decode()
+
+    assert "1\u20135 of 6+" in pager(1) and 'page=2" rel="next"' in pager(1)
+    assert "6\u201310 of 11+" in pager(2) and 'page=3" rel="next"' in pager(2)
+    assert "11\u201312 of 12<" in pager(3) and 'rel="next"' not in pager(3)

@@ -1,0 +1,364 @@
+"""Benchmark: the console's server time next to the plain SQL that fetches the same rows.
+
+Not a test. For the conflicts queue, one conflict page, the candidates queue
+and one fact page it prints, with 1,000 and then 10,000 open conflicts:
+
+- console: the whole request in process (Django's handler with every
+  middleware, a signed-in global steward: session, authorization, queries,
+  template);
+- plain SQL: the queries that fetch the same rows, hand-written, over one
+  psycopg connection, in the same run;
+
+and two ratios: console / plain SQL (target ≤ 5) and console at 10,000 /
+console at 1,000 (target ≤ 1.5). Each figure is the median of many runs,
+taken in alternating rounds so a burst of load elsewhere hurts both sides.
+
+The data is written in bulk (each open conflict: an entity, a standing fact
+from ``code``, an incoming one from ``agent-note`` that is disputed, the
+conflict and its two members), so every incoming fact and every standing one
+is also a candidate: 2,000 and 20,000 candidates.
+
+    DJANGO_DEBUG=1 .venv/bin/python bench/console.py [--runs 40]
+
+It creates and drops its own database, ``bench_console``.
+"""
+
+import argparse
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+from _setup import drop_database, raw_connection, start_django
+
+DATABASE = "bench_console"
+SIZES = (1_000, 10_000)
+PAGE = 25
+
+CONFLICT_QUEUE_SQL = [
+    """SELECT id FROM memories_scope""",
+    """SELECT count(*) FROM (SELECT 1 FROM memories_conflict
+        WHERE resolved_at IS NULL AND scope_id IN (%(scope)s) LIMIT 1001) AS counted""",
+    """SELECT c.id, c.kind, c.opened_at, s.name, e.name, p.name
+         FROM memories_conflict c
+         JOIN memories_scope s ON s.id = c.scope_id
+         JOIN memories_entity e ON e.id = c.subject_id
+         JOIN memories_predicate p ON p.id = c.predicate_id
+        WHERE c.resolved_at IS NULL AND c.scope_id IN (%(scope)s)
+        ORDER BY c.opened_at, c.id LIMIT 25""",
+    """SELECT m.conflict_id, m.role, f.object_lit, st.name
+         FROM memories_conflictmember m
+         JOIN memories_fact f ON f.id = m.fact_id
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+        WHERE m.conflict_id = ANY(%(page)s)
+        ORDER BY m.conflict_id, f.recorded_at, f.id""",
+]
+
+CONFLICT_PAGE_SQL = [
+    """SELECT c.*, s.name, e.name, p.name, p.exclusion_group FROM memories_conflict c
+         JOIN memories_scope s ON s.id = c.scope_id
+         JOIN memories_entity e ON e.id = c.subject_id
+         JOIN memories_predicate p ON p.id = c.predicate_id
+        WHERE c.id = %(conflict)s""",
+    """SELECT m.*, f.*, e.name, p.name, st.name, st.trust_rank, u.username
+         FROM memories_conflictmember m
+         JOIN memories_fact f ON f.id = m.fact_id
+         JOIN memories_entity e ON e.id = f.subject_id
+         JOIN memories_predicate p ON p.id = f.predicate_id
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+         JOIN auth_user u ON u.id = f.author_id
+        WHERE m.conflict_id = %(conflict)s ORDER BY f.recorded_at, f.id""",
+    """SELECT r.*, u.username FROM admissions_record r JOIN auth_user u ON u.id = r.author_id
+        WHERE r.fact_id = ANY(%(members)s) ORDER BY r.inserted_at, r.id""",
+    """SELECT f.*, st.name FROM memories_fact f
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+        WHERE f.scope_id = %(scope)s AND f.subject_id = %(subject)s
+          AND f.predicate_id = %(predicate)s
+        ORDER BY f.recorded_at DESC, f.id DESC LIMIT 60""",
+    """SELECT id, kind, opened_at, resolution, reason FROM memories_conflict
+        WHERE scope_id = %(scope)s AND subject_id = %(subject)s
+          AND predicate_id = %(predicate)s AND id <> %(conflict)s
+        ORDER BY opened_at DESC LIMIT 20""",
+]
+
+CANDIDATES_SQL = [
+    """SELECT id FROM memories_scope""",
+    """SELECT count(*) FROM (SELECT 1 FROM memories_fact f
+        WHERE f.scope_id IN (%(scope)s) AND f.bucket = 'system' AND f.t_invalid IS NULL
+          AND NOT EXISTS (SELECT 1 FROM admissions_factverdict v WHERE v.fact_id = f.id)
+        LIMIT 1001) AS counted""",
+    """SELECT f.*, s.name, e.name, p.name, st.name, st.trust_rank, u.username
+         FROM memories_fact f
+         JOIN memories_scope s ON s.id = f.scope_id
+         JOIN memories_entity e ON e.id = f.subject_id
+         JOIN memories_predicate p ON p.id = f.predicate_id
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+         JOIN auth_user u ON u.id = f.author_id
+        WHERE f.scope_id IN (%(scope)s) AND f.bucket = 'system' AND f.t_invalid IS NULL
+          AND NOT EXISTS (SELECT 1 FROM admissions_factverdict v WHERE v.fact_id = f.id)
+        ORDER BY f.recorded_at, f.id LIMIT 25""",
+]
+
+FACT_PAGE_SQL = [
+    """SELECT f.*, s.name, e.name, p.name, st.name, st.trust_rank, u.username
+         FROM memories_fact f
+         JOIN memories_scope s ON s.id = f.scope_id
+         JOIN memories_entity e ON e.id = f.subject_id
+         JOIN memories_predicate p ON p.id = f.predicate_id
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+         JOIN auth_user u ON u.id = f.author_id
+        WHERE f.id = %(fact)s""",
+    """SELECT r.*, u.username FROM admissions_record r JOIN auth_user u ON u.id = r.author_id
+        WHERE r.fact_id = %(fact)s ORDER BY r.inserted_at, r.id""",
+    """SELECT m.role, m.disputes, c.id, c.kind, c.opened_at, c.resolved_at
+         FROM memories_conflictmember m JOIN memories_conflict c ON c.id = m.conflict_id
+        WHERE m.fact_id = %(fact)s ORDER BY c.opened_at DESC""",
+    """SELECT o.id, o.reported_at, u.username FROM memories_outcome o
+         JOIN memories_outcome_facts of ON of.outcome_id = o.id
+         JOIN auth_user u ON u.id = o.reported_by_id
+        WHERE of.fact_id = %(fact)s ORDER BY o.reported_at DESC LIMIT 50""",
+    """SELECT id FROM memories_fact WHERE superseded_by_id = %(fact)s
+        ORDER BY recorded_at LIMIT 1""",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40, help="timed requests per page and size")
+    options = parser.parse_args()
+    start_django(DATABASE)
+    try:
+        run(options.runs)
+    finally:
+        drop_database(DATABASE)
+
+
+def run(runs: int) -> None:
+    from django.conf import settings
+    from django.contrib.auth.models import Group, User
+
+    from admissions.actions import file_challenge, record_verdict
+    from memories.models import Conflict, Scope
+    from memories.roles import STEWARDS_GROUP
+
+    # _setup runs Django as production does (DEBUG off); the test Client's
+    # host must be allowed, and its requests come in over HTTPS.
+    settings.ALLOWED_HOSTS = ["testserver"]
+    # No collectstatic here: plain static URLs instead of the manifest's hashed
+    # ones (a dictionary lookup either way).
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+
+    steward = User.objects.create_user("steward")
+    steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+    member = User.objects.create_user("member")
+    scope = Scope.objects.create(name="bench")
+    scope.members.add(steward, member)
+    client = Server(steward)
+    raw = raw_connection()
+    raw.autocommit = True
+    # Bind parameters client-side, as Django does: the planner then sees the
+    # values, so the baseline gets the same plans as the console's queries.
+    raw.cursor_factory = psycopg.ClientCursor
+
+    results: dict[tuple[str, int], tuple[float, float]] = {}
+    written = 0
+    for size in SIZES:
+        grow(scope, steward, member, written, size)
+        written = size
+        conflict = Conflict.objects.open().order_by("opened_at", "id").first()
+        members = list(conflict.members.order_by("role").values_list("fact_id", flat=True))
+        standing = conflict.members.get(role="existing").fact
+        if size == SIZES[0]:
+            record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="ok")
+            file_challenge(actor=member, fact_id=standing.pk, ground="no", evidence=["ref"])
+        page_ids = list(
+            Conflict.objects.open().order_by("opened_at", "id").values_list("pk", flat=True)[:PAGE]
+        )
+        params = {
+            "page": page_ids,
+            "conflict": conflict.pk,
+            "members": members,
+            "scope": scope.pk,
+            "scopes": [scope.pk],
+            "subject": conflict.subject_id,
+            "predicate": conflict.predicate_id,
+            "fact": standing.pk,
+        }
+        raw.execute("ANALYZE")
+        pages = [
+            ("conflicts queue", "/conflicts/", CONFLICT_QUEUE_SQL),
+            ("conflict page", f"/conflicts/{conflict.pk}/", CONFLICT_PAGE_SQL),
+            ("candidates queue", "/candidates/", CANDIDATES_SQL),
+            ("fact page", f"/facts/{standing.pk}/", FACT_PAGE_SQL),
+        ]
+        for name, url, statements in pages:
+            console, plain = compare(
+                lambda url=url: _get(client, url),
+                lambda statements=statements, params=params: _plain(raw, statements, params),
+                runs,
+            )
+            results[(name, size)] = (console, plain)
+    floor = statistics.median(_timed(lambda: client.get("/signin/"), runs))
+    report(results)
+    print(
+        f"for scale: a signed-in request that only loads its session and account and"
+        f" redirects (/signin/) takes {floor * 1e3:.2f} ms here"
+    )
+
+
+class Server:
+    """Django's request handling in process, for one signed-in account.
+
+    The test Client would add its own instrumentation (it copies the context
+    of every template rendered); a bare handler with the full middleware
+    stack measures what a WSGI server would run.
+    """
+
+    def __init__(self, user) -> None:
+        from django.core.handlers.base import BaseHandler
+        from django.test import Client, RequestFactory
+
+        signed_in = Client()
+        signed_in.force_login(user)
+        cookie = f"sessionid={signed_in.cookies['sessionid'].value}"
+        self.requests = RequestFactory(headers={"Cookie": cookie})
+        self.handler = BaseHandler()
+        self.handler.load_middleware()
+
+    def get(self, url: str):
+        return self.handler.get_response(self.requests.get(url, secure=True))
+
+
+def _get(client: Server, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 200, (url, response.status_code, response.get("Location"))
+
+
+def _plain(raw, statements: list[str], params: dict) -> None:
+    for statement in statements:
+        raw.execute(statement, params).fetchall()
+
+
+def compare(console: Callable[[], None], plain: Callable[[], None], runs: int):
+    """Median seconds of each side, measured in alternating rounds after a warm-up."""
+    for _ in range(3):
+        console()
+        plain()
+    times: dict[str, list[float]] = {"console": [], "plain": []}
+    for _ in range(runs):
+        for side, function in (("console", console), ("plain", plain)):
+            started = time.perf_counter()
+            function()
+            times[side].append(time.perf_counter() - started)
+    return statistics.median(times["console"]), statistics.median(times["plain"])
+
+
+def _timed(function: Callable[[], object], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def report(results: dict[tuple[str, int], tuple[float, float]]) -> None:
+    small, large = SIZES
+    print(f"{'page':<18} {'open':>7} {'console ms':>11} {'plain SQL ms':>13} {'ratio':>6}")
+    for (name, size), (console, plain) in results.items():
+        print(
+            f"{name:<18} {size:>7,} {console * 1e3:>11.2f} {plain * 1e3:>13.2f}"
+            f" {console / plain:>6.2f}"
+        )
+    print()
+    print(
+        f"growth from {small:,} to {large:,} open conflicts (console at {large:,} / at {small:,}):"
+    )
+    for name in dict.fromkeys(name for name, _ in results):
+        growth = results[(name, large)][0] / results[(name, small)][0]
+        print(f"  {name:<18} {growth:.2f}")
+    print()
+    print("targets: console / plain SQL <= 5; growth <= 1.5")
+
+
+def grow(scope, steward, member, start: int, stop: int) -> None:
+    """Bulk-write open conflicts ``start`` .. ``stop`` (outranked: code vs agent-note)."""
+    from django.db import transaction
+
+    from memories.models import (
+        Conflict,
+        ConflictMember,
+        Entity,
+        Fact,
+        MemberRole,
+        Predicate,
+        SourceType,
+    )
+
+    version = Predicate.objects.get(name="core/has-version")
+    code = SourceType.objects.get(name="code")
+    note = SourceType.objects.get(name="agent-note")
+    origin = datetime(2026, 1, 1, tzinfo=UTC)
+    with transaction.atomic():
+        entities = Entity.objects.bulk_create(
+            Entity(scope=scope, name=f"service-{i:05}", key=f"service-{i:05}")
+            for i in range(start, stop)
+        )
+        facts, conflicts, members = [], [], []
+        for i, entity in zip(range(start, stop), entities, strict=True):
+            at = origin + timedelta(minutes=i)
+            standing = _fact(scope, entity, version, code, steward, "1.0", 0.95, at)
+            incoming = _fact(scope, entity, version, note, member, "2.0", 0.65, at)
+            incoming.recorded_at = incoming.last_reinforced_at = at + timedelta(seconds=30)
+            conflict = Conflict(
+                id=uuid.uuid4(),
+                scope=scope,
+                kind="outranked",
+                subject=entity,
+                predicate=version,
+                opened_at=incoming.recorded_at,
+            )
+            facts += [standing, incoming]
+            conflicts.append(conflict)
+            members += [
+                ConflictMember(
+                    conflict=conflict, fact=incoming, role=MemberRole.INCOMING, disputes=True
+                ),
+                ConflictMember(
+                    conflict=conflict, fact=standing, role=MemberRole.EXISTING, disputes=False
+                ),
+            ]
+        Fact.objects.bulk_create(facts, batch_size=2_000)
+        Conflict.objects.bulk_create(conflicts, batch_size=2_000)
+        ConflictMember.objects.bulk_create(members, batch_size=2_000)
+
+
+def _fact(scope, entity, predicate, source, author, value, confidence, at):
+    from memories.models import Fact
+
+    return Fact(
+        id=uuid.uuid4(),
+        scope=scope,
+        subject=entity,
+        predicate=predicate,
+        object_kind="literal",
+        object_lit=value,
+        object_key=value,
+        epistemic="observation",
+        source_type=source,
+        confidence=confidence,
+        author=author,
+        bucket="system",
+        t_valid=at,
+        recorded_at=at,
+        last_reinforced_at=at,
+    )
+
+
+if __name__ == "__main__":
+    main()
