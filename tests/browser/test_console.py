@@ -257,3 +257,20 @@ def test_every_page_passes_axe_logs_no_csp_error_and_is_photographed(open_browse
         problems[name] = serious_violations(member)
         photograph(member, name)
     assert {name: found for name, found in problems.items() if found} == {}
+
+
+def test_a_queue_is_worked_from_the_keyboard(open_browser, world):
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto("/candidates/")
+    page.keyboard.press("j")
+    first = page.evaluate("document.activeElement.textContent")
+    page.keyboard.press("j")
+    second = page.evaluate("document.activeElement.textContent")
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.textContent") == first != second
+    page.keyboard.press("x")
+    assert page.locator("tr.is-current input[type=checkbox]").is_checked()
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name=re.compile(first.split()[0])).wait_for()
+    assert "/facts/" in page.url
