@@ -75,8 +75,12 @@ class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Copied from the fact so per-scope reads need no join; the composite
     # foreign key proves the copy is the fact's own scope.
-    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="records")
-    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="records")
+    # No single-column indexes on scope, fact or challenge: the composite
+    # indexes below lead with them, and this table only grows.
+    scope = models.ForeignKey(
+        Scope, on_delete=models.PROTECT, related_name="records", db_index=False
+    )
+    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="records", db_index=False)
     # Always "system": present only so the composite foreign key can prove it.
     fact_bucket = models.CharField(max_length=10, default="system", editable=False)
     role = models.CharField(max_length=20, choices=Role.choices)
@@ -96,6 +100,7 @@ class Record(models.Model):
         on_delete=models.PROTECT,
         related_name="refutations",
         limit_choices_to={"role": Role.CHALLENGE},
+        db_index=False,
     )
     # "challenge" on a refutation, null otherwise: the third column of the
     # composite foreign key that proves the named record is a challenge.
