@@ -202,6 +202,7 @@ def post_correction(request: HttpRequest, fact_id: str, payload: CorrectionIn):
 @router.get("/facts/{fact_id}/records", response={200: RecordPage, **READ_ERRORS})
 def get_records(request: HttpRequest, fact_id: str, page: Query[Page]):
     """The fact's records, oldest first (by ``(inserted_at, id)``, the order every rule uses)."""
+    Page.refuse_unknown(request)
     fact = readable_fact(caller(request), fact_id)
     records = Record.objects.filter(fact=fact).select_related("author")
     batch, cursor = keyset_page(records, page, fields=("inserted_at", "id"))

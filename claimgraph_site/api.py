@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 from ninja.security import HttpBearer
@@ -192,3 +192,17 @@ def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
 memories_api.install_admission_gate(admissions_api.admission_gate)
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)
+
+# Mounted last, so it only sees what no operation above matched.
+fallback = Router()
+
+
+@fallback.api_operation(
+    ["GET", "POST", "PUT", "PATCH", "DELETE"], "/{path:rest}", auth=None, include_in_schema=False
+)
+def no_such_operation(request: HttpRequest, rest: str):
+    """Anything under /api/v1/ that is no operation answers in JSON too, never an HTML page."""
+    raise NotFound("operation")
+
+
+api.add_router("", fallback)

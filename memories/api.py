@@ -21,11 +21,13 @@ from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest
+from django.urls import register_converter
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     ConfigDict,
     Strict,
     StrictBool,
@@ -49,6 +51,23 @@ from memories.roles import is_global_steward, steward_scope_ids
 from memories.selectors import TruthEntry
 
 router = Router(tags=["memories"])
+
+
+class _EpisodeConverter:
+    """An episode name in a path: any text, slashes and line breaks included."""
+
+    # Django's own "path" converter stops at a line break (".+"), and the
+    # request would miss the API altogether.
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(_EpisodeConverter, "episode")
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -100,7 +119,9 @@ def _no_nul(value: str) -> str:
     return value
 
 
-def _instant(value: str) -> datetime:
+def _instant(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 time, as a string")
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
@@ -116,10 +137,11 @@ def _instant(value: str) -> datetime:
 
 
 Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+# Parsed here rather than by pydantic, whose datetime also takes numbers and
+# other spellings the OpenAPI document does not promise.
 Instant = Annotated[
-    StrictStr,
-    AfterValidator(_no_nul),
-    AfterValidator(_instant),
+    datetime,
+    BeforeValidator(_instant),
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 # Strict: a JSON integer is a number, a string or a boolean is not.
@@ -179,12 +201,24 @@ class WithdrawIn(Body):
     dry_run: StrictBool = False
 
 
-class Page(Schema):
+class QueryParameters(Schema):
+    """Query parameters; an unknown one is refused, so a typo never widens a read."""
+
+    @classmethod
+    def refuse_unknown(cls, request: HttpRequest) -> None:
+        # django-ninja passes only the declared names on to validation, so
+        # extra="forbid" would never see the others: they are checked here.
+        for name in request.GET:
+            if name not in cls.model_fields:
+                raise Rejected(name or "query", "is not a parameter of this operation")
+
+
+class Page(QueryParameters):
     cursor: Text | None = Field(None, max_length=1_000, description="`next` of the page before.")
     limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
 
 
-class AtQuery(Schema):
+class AtQuery(QueryParameters):
     at: Instant | None = Field(None, description="Effective confidence at this time (now).")
 
 
@@ -486,6 +520,7 @@ def post_fact(request: HttpRequest, payload: FactIn):
 @router.get("/facts/{fact_id}", response={200: FactOut, **READ_ERRORS})
 def get_fact(request: HttpRequest, fact_id: str, query: Query[AtQuery]):
     """One fact with its effective confidence (now, or at ``at``) and admission status."""
+    AtQuery.refuse_unknown(request)
     fact = readable_fact(caller(request), fact_id)
     return present_fact(fact, at=query.at or timezone.now())
 
@@ -515,6 +550,7 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
     defaulting to that moment), so later pages read the same snapshot even
     while writes go on.
     """
+    TruthQuery.refuse_unknown(request)
     actor = caller(request)
     scope = readable_scope(actor, query.scope)
     position = decode_cursor(query.cursor)
@@ -629,6 +665,7 @@ def visible_conflicts(actor):
 @router.get("/conflicts", response={200: ConflictPage, **READ_ERRORS})
 def get_conflicts(request: HttpRequest, query: Query[ConflictQuery]):
     """Conflicts with their candidates, oldest first."""
+    ConflictQuery.refuse_unknown(request)
     actor = caller(request)
     conflicts = visible_conflicts(actor).select_related("scope", "resolved_by")
     if query.scope is not None:
@@ -696,7 +733,7 @@ def post_resolution(request: HttpRequest, conflict_id: str, payload: ResolveIn):
 
 
 @router.post(
-    "/episodes/{path:episode}/withdraw",
+    "/episodes/{episode:episode}/withdraw",
     response={200: WithdrawalOut, 201: WithdrawalOut, **WRITE_ERRORS},
 )
 def post_withdrawal(request: HttpRequest, episode: str, payload: WithdrawIn):

@@ -149,3 +149,19 @@ def test_writes_refuse_fields_they_do_not_know(agent, steward, agent_for, path, 
     assert response.status_code == 400
     assert response.json()["field"] == "sneaky"
     assert counts() == before
+
+
+def test_an_unknown_path_under_the_api_answers_json_404(agent):
+    response = agent.get("/no/such/thing")
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+    # and it shadows no real operation
+    assert agent.get("/truth", scope="project").status_code == 200
+
+
+def test_an_episode_name_may_hold_slashes_and_line_breaks(agent, steward, agent_for):
+    response = agent_for(steward).post(
+        "/episodes/runs/2026%0A13/withdraw", {"scope": "project", "reason": "x", "dry_run": True}
+    )
+    assert response.status_code == 404
+    assert response.json() == {"code": "not_found", "message": "episode not found"}
