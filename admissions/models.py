@@ -75,11 +75,10 @@ class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # Copied from the fact so per-scope reads need no join; the composite
     # foreign key proves the copy is the fact's own scope.
-    # No single-column indexes on scope, fact or challenge: the composite
-    # indexes below lead with them, and this table only grows.
-    scope = models.ForeignKey(
-        Scope, on_delete=models.PROTECT, related_name="records", db_index=False
-    )
+    # No single-column index on fact or challenge: the composite indexes
+    # below lead with them, and this table only grows. The one on scope stays:
+    # counting a scope's records is an index-only scan over it.
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="records")
     fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="records", db_index=False)
     # Always "system": present only so the composite foreign key can prove it.
     fact_bucket = models.CharField(max_length=10, default="system", editable=False)
