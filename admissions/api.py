@@ -19,11 +19,11 @@ from admissions.actions import correct_fact, file_challenge, record_verdict, ref
 from admissions.models import Record
 from admissions.selectors import fact_status, recall
 from memories.actions import readable_fact
-from memories.api import (
+from memories.api import Admission, AdmissionGate, caller, keyset_page, present_assert
+from memories.models import Bucket, Fact
+from memories.schemas import (
     READ_ERRORS,
     WRITE_ERRORS,
-    Admission,
-    AdmissionGate,
     AssertOut,
     Body,
     EvidenceIn,
@@ -31,11 +31,7 @@ from memories.api import (
     Number,
     Page,
     Text,
-    caller,
-    keyset_page,
-    present_assert,
 )
-from memories.models import Bucket, Fact
 
 router = Router(tags=["admissions"])
 

@@ -1,9 +1,9 @@
-"""``export_facts [--scope S ...] > out.jsonl``: the store as JSONL (``memories.portable``)."""
+"""``export_facts [--scope S ...] > out.jsonl``: the store as JSONL (``memories.exports``)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from memories.errors import Rejected
-from memories.portable import export_lines
+from memories.exports import export_lines
 
 
 class Command(BaseCommand):

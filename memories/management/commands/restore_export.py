@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
 from memories.errors import Rejected, StateConflict
+from memories.exports import restore_lines
 from memories.ingest import read_lines
-from memories.portable import restore_lines
 
 
 class Command(BaseCommand):

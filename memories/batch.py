@@ -1,0 +1,489 @@
+"""One batch of an import, decided in memory and written set-wise (see ``memories.ingest``).
+
+The batch loads every fact its lines can collide with (and the open
+conflicts those facts are in) once, after ``memories.ingest`` has taken the
+slot locks; then it runs ``decisions.decide`` line by line, folding each
+outcome into its copy of the slots exactly as a commit would, so the tenth
+line of a slot sees what the ninth wrote; then it writes the end state: one
+UPDATE for standing facts that changed, a COPY for new facts, then
+conflicts, members and audit entries, the same rows and entries
+``actions.assert_fact`` would have written one line at a time.
+"""
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from django.conf import settings
+from django.db import connection
+
+from memories import batch_writes as writes
+from memories import decisions
+from memories.actions import LoadedVocabulary
+from memories.decisions import Assertion, Evidence, StandingFact
+from memories.models import (
+    AuditEntry,
+    Conflict,
+    ConflictMember,
+    Fact,
+    MemberRole,
+    Resolution,
+    Scope,
+)
+
+
+@dataclass(frozen=True)
+class LineOutcome:
+    line: int
+    status: str  # created | reinforced | superseded | flagged | rejected
+    reason: str | None = None
+    fact_id: UUID | None = None
+    candidates: tuple[UUID, ...] = ()
+    superseded: tuple[UUID, ...] = ()
+    conflict_id: UUID | None = None
+    field: str | None = None
+
+
+def rejected(number: int, field_name: str, message: str) -> LineOutcome:
+    return LineOutcome(line=number, status="rejected", reason=message, field=field_name)
+
+
+# --- per-line state ------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    number: int
+    assertion: Assertion
+    scope: Scope
+    now: datetime
+    subject_id: int = 0
+    object_ref_id: int | None = None
+    object_key: str = ""
+
+
+@dataclass(slots=True)
+class FactState:
+    """A fact of a batch's slots as the batch sees it, loaded or written by it."""
+
+    id: UUID
+    scope_id: int
+    subject_id: int
+    predicate: str
+    object_kind: str
+    object_key: str
+    epistemic: str
+    source_type: str
+    confidence: float
+    t_valid: datetime
+    t_invalid: datetime | None
+    evidence: tuple[Evidence, ...]
+    bucket: str
+    author_id: int
+    last_reinforced_at: datetime
+    new: bool = False
+    changed: bool = False
+    # Only for new facts (written whole) and for closing standing ones.
+    row: dict[str, Any] | None = None
+    invalidated_at: datetime | None = None
+    invalidation_reason: str = ""
+    superseded_by: UUID | None = None
+
+    def standing(self) -> StandingFact:
+        return StandingFact(
+            id=self.id,
+            predicate=self.predicate,
+            object_kind=self.object_kind,
+            object_key=self.object_key,
+            epistemic=self.epistemic,
+            source_type=self.source_type,
+            confidence=self.confidence,
+            t_valid=self.t_valid,
+            t_invalid=self.t_invalid,
+            evidence=self.evidence,
+        )
+
+
+@dataclass
+class ConflictState:
+    id: UUID
+    scope_id: int
+    opened_at: datetime
+    members: list[tuple[str, UUID]]  # (role, fact id)
+    new: bool = False
+    row: dict[str, Any] | None = None
+    closed_at: datetime | None = None
+
+
+class Slots:
+    """The batch's facts indexed the ways the decision needs them."""
+
+    def __init__(self) -> None:
+        self.by_value: dict[tuple, list[FactState]] = {}
+        self.live_by_predicate: dict[tuple, list[FactState]] = {}
+        self.facts: dict[UUID, FactState] = {}
+
+    def add(self, fact: FactState) -> None:
+        self.facts[fact.id] = fact
+        base = (fact.scope_id, fact.subject_id, fact.bucket)
+        key = (*base, fact.predicate, fact.object_kind, fact.object_key)
+        self.by_value.setdefault(key, []).append(fact)
+        if fact.t_invalid is None:
+            self.live_by_predicate.setdefault((*base, fact.predicate), []).append(fact)
+
+    def close(self, fact: FactState) -> None:
+        base = (fact.scope_id, fact.subject_id, fact.bucket, fact.predicate)
+        self.live_by_predicate[base].remove(fact)
+
+    def standing_for(self, line: Line, vocab: LoadedVocabulary, actor) -> list[StandingFact]:
+        """The facts ``decide`` needs for this line: what ``actions._standing_facts`` reads."""
+        a = line.assertion
+        base = (line.scope.pk, line.subject_id, a.bucket)
+        spec = vocab.spec.predicates[a.predicate]
+
+        def mine(fact: FactState) -> bool:
+            return a.bucket != "user" or fact.author_id == actor.pk
+
+        found: dict[UUID, FactState] = {}
+        for fact in self.by_value.get((*base, a.predicate, a.object_kind, line.object_key), ()):
+            found[fact.id] = fact
+        low_trust = vocab.spec.sources[a.source_type].trust_rank < settings.CLAIMGRAPH_TRUSTED_RANK
+        if (spec.cardinality == "one" and not spec.event_like) or low_trust:
+            for fact in self.live_by_predicate.get((*base, a.predicate), ()):
+                found[fact.id] = fact
+        if spec.exclusion_group:
+            for name in vocab.spec.slot_predicates(a.predicate):
+                for fact in self.by_value.get((*base, name, a.object_kind, line.object_key), ()):
+                    if fact.t_invalid is None:
+                        found[fact.id] = fact
+        return [fact.standing() for fact in found.values() if mine(fact)]
+
+
+def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
+    """Decide ``lines`` in order against the store (under their slot locks) and write the result.
+
+    Returns each line's outcome, and whether any line was refused only now
+    (its interval ending before the time it was read at).
+    """
+    slots = load_slots(lines, vocab)
+    conflicts, ended_elsewhere = load_open_conflicts(slots)
+    writer = BatchWriter(
+        actor=actor, vocab=vocab, slots=slots, conflicts=conflicts, ended=ended_elsewhere
+    )
+    outcomes = [(line.number, writer.decide(line)) for line in lines]
+    writer.flush()
+    return outcomes, writer.rejected_late
+
+
+# --- loading the slots -----------------------------------------------------------------
+
+
+def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
+    """Every fact of the batch's slots that can matter: the live ones and earlier equal values."""
+    subject_ids = sorted({line.subject_id for line in lines})
+    predicate_ids = sorted(
+        {
+            vocab.predicates[name].pk
+            for line in lines
+            for name in vocab.spec.slot_predicates(line.assertion.predicate)
+        }
+    )
+    keys = sorted({line.object_key for line in lines})
+    slots = Slots()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT id, scope_id, subject_id, predicate_id, object_kind, object_key, epistemic,
+                   source_type_id, confidence, t_valid, t_invalid, evidence, bucket, author_id,
+                   last_reinforced_at
+              FROM {Fact._meta.db_table}
+             WHERE subject_id = ANY(%s) AND predicate_id = ANY(%s)
+               AND (t_invalid IS NULL OR object_key = ANY(%s))
+             ORDER BY recorded_at, id
+            """,
+            [subject_ids, predicate_ids, keys],
+        )
+        for row in cursor.fetchall():
+            evidence = row[11]
+            if isinstance(evidence, str):
+                evidence = json.loads(evidence)
+            slots.add(
+                FactState(
+                    id=row[0],
+                    scope_id=row[1],
+                    subject_id=row[2],
+                    predicate=vocab.predicate_names[row[3]],
+                    object_kind=row[4],
+                    object_key=row[5],
+                    epistemic=row[6],
+                    source_type=vocab.source_names[row[7]],
+                    confidence=row[8],
+                    t_valid=row[9],
+                    t_invalid=row[10],
+                    evidence=tuple(Evidence(**item) for item in evidence or ()),
+                    bucket=row[12],
+                    author_id=row[13],
+                    last_reinforced_at=row[14],
+                )
+            )
+    return slots
+
+
+def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UUID]]:
+    """Open conflicts with a live member among the loaded facts, locked as assert_fact would.
+
+    Also answers which of their members outside the loaded facts are no
+    longer live, so closing a conflict as moot can weigh every member.
+    """
+    live = [fact.id for fact in slots.facts.values() if fact.t_invalid is None]
+    conflicts: dict[UUID, ConflictState] = {}
+    ended_elsewhere: set[UUID] = set()
+    if not live:
+        return conflicts, ended_elsewhere
+    member_table = ConflictMember._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT c.id, c.scope_id, c.opened_at FROM {Conflict._meta.db_table} c
+             WHERE c.resolved_at IS NULL
+               AND c.id IN (SELECT conflict_id FROM {member_table} WHERE fact_id = ANY(%s))
+             ORDER BY c.id
+               FOR UPDATE
+            """,
+            [live],
+        )
+        for conflict_id, scope_id, opened_at in cursor.fetchall():
+            conflicts[conflict_id] = ConflictState(conflict_id, scope_id, opened_at, [])
+        if not conflicts:
+            return conflicts, ended_elsewhere
+        cursor.execute(
+            f"""
+            SELECT m.conflict_id, m.role, m.fact_id, f.t_invalid IS NULL
+              FROM {member_table} m JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
+             WHERE m.conflict_id = ANY(%s)
+             ORDER BY m.id
+            """,
+            [list(conflicts)],
+        )
+        for conflict_id, role, fact_id, is_live in cursor.fetchall():
+            conflicts[conflict_id].members.append((role, fact_id))
+            if fact_id not in slots.facts and not is_live:
+                ended_elsewhere.add(fact_id)
+    return conflicts, ended_elsewhere
+
+
+# --- deciding and writing ---------------------------------------------------------------
+
+
+class BatchWriter:
+    """Decides the batch's lines in order and collects the rows that record them."""
+
+    def __init__(
+        self,
+        *,
+        actor,
+        vocab: LoadedVocabulary,
+        slots: Slots,
+        conflicts: dict[UUID, ConflictState],
+        ended: set[UUID],
+    ) -> None:
+        self.actor = actor
+        self.ended_elsewhere = ended
+        self.vocab = vocab
+        self.slots = slots
+        self.conflicts = conflicts
+        self.new_conflicts: list[ConflictState] = []
+        self.audit: list[AuditEntry] = []
+        self.rejected_late = False
+        self.trusted_rank = settings.CLAIMGRAPH_TRUSTED_RANK
+
+    def decide(self, line: Line) -> LineOutcome:
+        a = line.assertion
+        now = line.now
+        t_valid = a.t_valid or now
+        if a.t_invalid is not None and a.t_invalid <= t_valid:
+            self.rejected_late = True
+            return rejected(line.number, "t_invalid", "must be after t_valid")
+        standing = self.slots.standing_for(line, self.vocab, self.actor)
+        incoming = decisions.incoming_from(a, line.object_key, t_valid=t_valid)
+        decision = decisions.decide(
+            incoming, standing, self.vocab.spec, now=now, trusted_rank=self.trusted_rank
+        )
+        if decision.status == "reinforced":
+            return self._reinforce(line, decision.reinforcement)
+
+        fact = self._new_fact(line, decision, t_valid)
+        conflict_id = None
+        if decision.supersedes:
+            for old_id in decision.supersedes:
+                self._close(self.slots.facts[old_id], line, decision, fact, t_valid)
+        self.slots.add(fact)
+        if decision.status == "flagged":
+            conflict_id = self._open_conflict(line, decision, fact)
+        if decision.supersedes:
+            self._close_moot(decision.supersedes, now)
+        return LineOutcome(
+            line=line.number,
+            status=decision.status,
+            reason=decision.reason,
+            fact_id=fact.id,
+            candidates=tuple(UUID(str(c)) for c in decision.candidates),
+            superseded=tuple(UUID(str(s)) for s in decision.supersedes),
+            conflict_id=conflict_id,
+        )
+
+    def _reinforce(self, line: Line, reinforcement) -> LineOutcome:
+        fact = self.slots.facts[reinforcement.fact_id]
+        fact.last_reinforced_at = line.now
+        fact.confidence = reinforcement.confidence
+        fact.source_type = reinforcement.source_type
+        fact.evidence = reinforcement.evidence
+        fact.changed = True
+        return LineOutcome(line=line.number, status="reinforced", fact_id=fact.id)
+
+    def _new_fact(self, line: Line, decision, t_valid: datetime) -> FactState:
+        a = line.assertion
+        fact = FactState(
+            id=uuid4(),
+            scope_id=line.scope.pk,
+            subject_id=line.subject_id,
+            predicate=a.predicate,
+            object_kind=a.object_kind,
+            object_key=line.object_key,
+            epistemic=a.epistemic,
+            source_type=a.source_type,
+            confidence=decision.confidence,
+            t_valid=t_valid,
+            t_invalid=a.t_invalid,
+            evidence=a.evidence,
+            bucket=a.bucket,
+            author_id=self.actor.pk,
+            last_reinforced_at=line.now,
+            new=True,
+        )
+        fact.row = {
+            "object_ref_id": line.object_ref_id,
+            "object_lit": a.object if line.object_ref_id is None else None,
+            "episode": a.episode,
+            "statement": a.statement,
+            "recorded_at": line.now,
+        }
+        return fact
+
+    def _close(self, old: FactState, line, decision, new: FactState, t_valid) -> None:
+        self.slots.close(old)
+        old.t_invalid = t_valid
+        old.invalidated_at = line.now
+        old.invalidation_reason = decision.rationale
+        old.superseded_by = new.id
+        old.changed = True
+        self._audit(
+            line.now,
+            line.scope.pk,
+            "superseded",
+            "fact",
+            new.id,
+            before={"fact": str(old.id), "t_invalid": None},
+            after={
+                "fact": str(old.id),
+                "t_invalid": t_valid.isoformat(),
+                "superseded_by": str(new.id),
+            },
+            rule="write path: supersede",
+            reason=decision.rationale,
+            actor=self.actor,
+        )
+
+    def _open_conflict(self, line: Line, decision, fact: FactState) -> UUID:
+        conflict = ConflictState(
+            id=uuid4(),
+            scope_id=line.scope.pk,
+            opened_at=line.now,
+            members=[(MemberRole.INCOMING, fact.id)]
+            + [(MemberRole.EXISTING, UUID(str(c))) for c in decision.candidates],
+            new=True,
+        )
+        conflict.row = {
+            "kind": decision.reason,
+            "subject_id": line.subject_id,
+            "predicate_id": self.vocab.predicates[line.assertion.predicate].pk,
+        }
+        self.conflicts[conflict.id] = conflict
+        self.new_conflicts.append(conflict)
+        self._audit(
+            line.now,
+            line.scope.pk,
+            "opened-conflict",
+            "conflict",
+            conflict.id,
+            after={
+                "kind": decision.reason,
+                "incoming": str(fact.id),
+                "candidates": [str(c) for c in decision.candidates],
+            },
+            rule=f"write path: {decision.reason}",
+            reason=decision.rationale,
+            actor=self.actor,
+        )
+        return conflict.id
+
+    def _close_moot(self, fact_ids, now: datetime) -> None:
+        ids = {UUID(str(fact_id)) for fact_id in fact_ids}
+        affected = [
+            conflict
+            for conflict in self.conflicts.values()
+            if conflict.closed_at is None and any(fid in ids for _, fid in conflict.members)
+        ]
+        for conflict in sorted(affected, key=lambda c: (c.opened_at, str(c.id))):
+            states = [(role, self._live(fact_id)) for role, fact_id in conflict.members]
+            if decisions.conflict_is_moot(states):
+                conflict.closed_at = now
+                self._audit(
+                    now,
+                    conflict.scope_id,
+                    "closed-conflict",
+                    "conflict",
+                    conflict.id,
+                    before={"status": "open"},
+                    after={"status": "resolved", "resolution": Resolution.MOOT},
+                    rule="moot: a side is no longer live",
+                    actor=None,
+                )
+
+    def _live(self, fact_id: UUID) -> bool:
+        fact = self.slots.facts.get(fact_id)
+        if fact is None:
+            return fact_id not in self.ended_elsewhere
+        return fact.t_invalid is None
+
+    def _audit(self, at, scope_id, action, target_type, target_id, *, actor, **fields) -> None:
+        self.audit.append(
+            AuditEntry(
+                at=at,
+                actor=actor,
+                scope_id=scope_id,
+                action=action,
+                target_type=target_type,
+                target_id=str(target_id),
+                before=fields.get("before"),
+                after=fields.get("after"),
+                reason=fields.get("reason", ""),
+                rule=fields.get("rule", ""),
+            )
+        )
+
+    # --- writing -----------------------------------------------------------------
+
+    def flush(self) -> None:
+        facts = list(self.slots.facts.values())
+        writes.update_standing(
+            [f for f in facts if f.changed and not f.new], actor=self.actor, vocab=self.vocab
+        )
+        writes.insert_new([f for f in facts if f.new], actor=self.actor, vocab=self.vocab)
+        writes.write_conflicts(
+            self.new_conflicts,
+            [c for c in self.conflicts.values() if not c.new and c.closed_at],
+        )
+        AuditEntry.objects.bulk_create(self.audit)

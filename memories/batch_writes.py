@@ -1,0 +1,185 @@
+"""Writing one batch's end state set-wise (see ``memories.batch``).
+
+Standing facts first (one UPDATE): a supersession closes the old fact before
+the new one with the same value may be live, and the unique live-value index
+checks each row as it is written. Then the new facts (one COPY), whose
+``superseded_by`` may point at a fact later in the COPY: that foreign key is
+checked at commit. Then conflicts and their members.
+"""
+
+import json
+from typing import TYPE_CHECKING
+
+from django.db import connection
+from psycopg.types.json import Jsonb
+
+from memories.actions import LoadedVocabulary
+from memories.decisions import Evidence
+from memories.models import Conflict, ConflictMember, Fact, InvalidationKind, MemberRole, Resolution
+
+if TYPE_CHECKING:
+    from memories.batch import ConflictState, FactState
+
+MOOT_REASON = "closed by itself: a side of it is no longer live"
+
+
+def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> None:
+    """One UPDATE for every standing fact the batch reinforced or superseded."""
+    if not facts:
+        return
+    source_ids = {name: row.pk for name, row in vocab.sources.items()}
+    # Only the batch's own supersessions close a standing fact.
+    closed = [f.superseded_by is not None for f in facts]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            UPDATE {Fact._meta.db_table} AS f SET
+                last_reinforced_at = u.last_reinforced_at,
+                confidence = u.confidence,
+                source_type_id = u.source_type_id,
+                evidence = u.evidence::jsonb,
+                t_invalid = u.t_invalid,
+                invalidated_at = u.invalidated_at,
+                invalidated_by_id = CASE WHEN u.closed THEN %s ELSE f.invalidated_by_id END,
+                invalidation_kind = CASE WHEN u.closed THEN %s ELSE f.invalidation_kind END,
+                invalidation_reason = u.invalidation_reason,
+                superseded_by_id = u.superseded_by_id
+              FROM unnest(%s::uuid[], %s::timestamptz[], %s::float8[], %s::bigint[],
+                          %s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[],
+                          %s::uuid[], %s::bool[])
+                AS u(id, last_reinforced_at, confidence, source_type_id, evidence,
+                     t_invalid, invalidated_at, invalidation_reason, superseded_by_id,
+                     closed)
+             WHERE f.id = u.id
+            """,
+            [
+                actor.pk,
+                InvalidationKind.SUPERSEDED,
+                [f.id for f in facts],
+                [f.last_reinforced_at for f in facts],
+                [f.confidence for f in facts],
+                [source_ids[f.source_type] for f in facts],
+                [_evidence_json(f.evidence) for f in facts],
+                [f.t_invalid for f in facts],
+                [f.invalidated_at for f in facts],
+                [f.invalidation_reason for f in facts],
+                [f.superseded_by for f in facts],
+                closed,
+            ],
+        )
+
+
+def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> None:
+    """One COPY for every fact the batch created, in its end state."""
+    if not facts:
+        return
+    predicate_ids = {name: row.pk for name, row in vocab.predicates.items()}
+    source_ids = {name: row.pk for name, row in vocab.sources.items()}
+    # COPY goes to psycopg directly; its errors are made Django's, like any query's.
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.copy(_COPY_FACTS) as copy,
+    ):
+        for f in facts:
+            closed = f.superseded_by is not None
+            copy.write_row(
+                (
+                    f.id,
+                    f.scope_id,
+                    f.subject_id,
+                    predicate_ids[f.predicate],
+                    f.object_kind,
+                    f.row["object_ref_id"],
+                    f.row["object_lit"],
+                    f.object_key,
+                    f.epistemic,
+                    source_ids[f.source_type],
+                    f.confidence,
+                    f.row["episode"],
+                    f.row["statement"],
+                    Jsonb([item.as_dict() for item in f.evidence]),
+                    actor.pk,
+                    f.bucket,
+                    f.t_valid,
+                    f.t_invalid,
+                    f.row["recorded_at"],
+                    f.last_reinforced_at,
+                    f.invalidated_at,
+                    actor.pk if closed else None,
+                    InvalidationKind.SUPERSEDED if closed else "",
+                    f.invalidation_reason,
+                    f.superseded_by,
+                )
+            )
+
+
+def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -> None:
+    """The batch's new conflicts with their members, and the standing ones it made moot."""
+    if new:
+        Conflict.objects.bulk_create(
+            [
+                Conflict(
+                    id=c.id,
+                    scope_id=c.scope_id,
+                    kind=c.row["kind"],
+                    subject_id=c.row["subject_id"],
+                    predicate_id=c.row["predicate_id"],
+                    opened_at=c.opened_at,
+                    resolved_at=c.closed_at,
+                    resolution=Resolution.MOOT if c.closed_at else "",
+                    reason=MOOT_REASON if c.closed_at else "",
+                )
+                for c in new
+            ]
+        )
+        ConflictMember.objects.bulk_create(
+            [
+                ConflictMember(
+                    conflict_id=c.id,
+                    fact_id=fact_id,
+                    role=role,
+                    disputes=role == MemberRole.INCOMING,
+                )
+                for c in new
+                for role, fact_id in c.members
+            ]
+        )
+    for conflict in closed:
+        Conflict.objects.filter(pk=conflict.id).update(
+            resolution=Resolution.MOOT, resolved_at=conflict.closed_at, reason=MOOT_REASON
+        )
+
+
+def _evidence_json(evidence: tuple[Evidence, ...]) -> str:
+    return json.dumps([item.as_dict() for item in evidence])
+
+
+_FACT_COLUMNS = (
+    "id",
+    "scope_id",
+    "subject_id",
+    "predicate_id",
+    "object_kind",
+    "object_ref_id",
+    "object_lit",
+    "object_key",
+    "epistemic",
+    "source_type_id",
+    "confidence",
+    "episode",
+    "statement",
+    "evidence",
+    "author_id",
+    "bucket",
+    "t_valid",
+    "t_invalid",
+    "recorded_at",
+    "last_reinforced_at",
+    "invalidated_at",
+    "invalidated_by_id",
+    "invalidation_kind",
+    "invalidation_reason",
+    "superseded_by_id",
+)
+_COPY_FACTS = f"COPY {Fact._meta.db_table} ({', '.join(_FACT_COLUMNS)}) FROM STDIN"

@@ -1,0 +1,306 @@
+"""The JSON shapes of the memory store's API (SPEC §10): what comes in, what goes out.
+
+Input bodies refuse unknown fields and do not coerce types (a number is a
+JSON number, never a string that looks like one); text may not hold NUL,
+which PostgreSQL cannot store; times are ISO 8601 strings. What the schema
+cannot say (an unknown predicate, an interval that ends before it starts) the
+actions refuse, also with a 400 naming the field.
+"""
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from django.http import HttpRequest
+from ninja import Field, Schema
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Strict,
+    StrictBool,
+    StrictStr,
+    WithJsonSchema,
+)
+
+from memories.errors import Rejected
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+# --- input -------------------------------------------------------------------
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL; refuse it as bad input, never a 500.
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+def _instant(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 time, as a string")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError("is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        # Year 1 at +05:00 is a valid string but no instant PostgreSQL (or
+        # Python, in UTC) can hold.
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+# Parsed here rather than by pydantic, whose datetime also takes numbers and
+# other spellings the OpenAPI document does not promise.
+Instant = Annotated[
+    datetime,
+    BeforeValidator(_instant),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+# Strict: a JSON integer is a number, a string or a boolean is not.
+Number = Annotated[float, Strict()]
+
+
+class Body(Schema):
+    """An input body: unknown fields are refused, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvidenceItem(Body):
+    ref: Text = Field(max_length=2_000)
+    quote: Text | None = Field(None, max_length=2_000)
+
+
+# An evidence item is {ref, quote}; a bare string is taken as a ref.
+EvidenceIn = EvidenceItem | Annotated[Text, Field(max_length=2_000)]
+
+
+class FactIn(Body):
+    scope: Text = Field(max_length=100)
+    subject: Text = Field(max_length=500)
+    predicate: Text = Field(max_length=200)
+    object: Text = Field(max_length=2_000)
+    object_kind: Literal["literal", "entity"] | None = None
+    epistemic: Literal["observation", "preference", "commitment"] | None = None
+    source_type: Text = Field(max_length=100)
+    confidence: Number | None = Field(None, allow_inf_nan=False)
+    t_valid: Instant | None = None
+    t_invalid: Instant | None = None
+    episode: Text | None = Field(None, max_length=200)
+    statement: Text | None = Field(None, max_length=20_000)
+    evidence: list[EvidenceIn] | None = Field(None, max_length=100)
+    bucket: Literal["system", "user"] | None = None
+
+
+class InvalidateIn(Body):
+    reason: Text = Field(max_length=5_000)
+
+
+class OutcomeIn(Body):
+    fact_ids: list[UUID] = Field(min_length=1, max_length=1_000)
+    outcome: Literal["accepted"] = "accepted"
+
+
+class ResolveIn(Body):
+    action: Literal["keep", "coexist", "dismiss"]
+    keep: list[UUID] | None = Field(None, max_length=1_000)
+    reason: Text = Field(max_length=5_000)
+
+
+class WithdrawIn(Body):
+    scope: Text = Field(max_length=100)
+    reason: Text = Field(max_length=5_000)
+    dry_run: StrictBool = False
+
+
+class QueryParameters(Schema):
+    """Query parameters; an unknown one is refused, so a typo never widens a read."""
+
+    @classmethod
+    def refuse_unknown(cls, request: HttpRequest) -> None:
+        # django-ninja passes only the declared names on to validation, so
+        # extra="forbid" would never see the others: they are checked here.
+        for name in request.GET:
+            if name not in cls.model_fields:
+                raise Rejected(name or "query", "is not a parameter of this operation")
+
+
+class Page(QueryParameters):
+    cursor: Text | None = Field(None, max_length=1_000, description="`next` of the page before.")
+    limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+
+
+class AtQuery(QueryParameters):
+    at: Instant | None = Field(None, description="Effective confidence at this time (now).")
+
+
+class TruthQuery(Page):
+    scope: Text = Field(max_length=100)
+    subject: Text | None = Field(None, max_length=500)
+    predicate: Text | None = Field(None, max_length=200)
+    as_of: Instant | None = Field(None, description="Valid time (default now).")
+    known_at: Instant | None = Field(None, description="Transaction time: what the store knew.")
+    contested: bool = Field(False, description="Add each slot's disputed values and why.")
+
+
+class ConflictQuery(Page):
+    scope: Text | None = Field(None, max_length=100)
+    status: Literal["open", "resolved"] | None = None
+
+
+# --- output shapes -----------------------------------------------------------------
+
+
+class ErrorOut(Schema):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class AdmissionOut(Schema):
+    status: Literal["candidate", "admitted", "rejected", "suspended"] | None
+    explanation: str
+
+
+class EvidenceOut(Schema):
+    ref: str
+    quote: str
+
+
+class FactOut(Schema):
+    id: UUID
+    scope: str
+    subject: str
+    predicate: str
+    object: str
+    object_kind: Literal["literal", "entity"]
+    epistemic: str
+    source_type: str
+    confidence: float
+    effective_confidence: float
+    t_valid: datetime
+    t_invalid: datetime | None
+    recorded_at: datetime
+    last_reinforced_at: datetime
+    superseded_by: UUID | None
+    disputed: bool
+    bucket: Literal["system", "user"]
+    author: str
+    episode: str
+    statement: str
+    evidence: list[EvidenceOut]
+    admission: AdmissionOut
+
+
+class AssertOut(Schema):
+    status: Literal["created", "reinforced", "superseded", "flagged"]
+    reason: str | None
+    fact: FactOut
+    candidates: list[FactOut]
+    superseded: list[UUID]
+    conflict: UUID | None
+
+
+class InvalidateOut(Schema):
+    status: Literal["invalidated"]
+    fact_id: UUID
+    at: datetime
+
+
+class DisputeOut(Schema):
+    conflict: UUID
+    kind: str
+    opened_at: datetime
+    candidates: list[UUID] = Field(description="The standing facts the value collided with.")
+
+
+class ContestedValueOut(Schema):
+    fact: FactOut
+    disputes: list[DisputeOut]
+
+
+class ContestedSlotOut(Schema):
+    subject: str
+    predicate: str
+    values: list[ContestedValueOut]
+
+
+class TruthOut(Schema):
+    results: list[FactOut]
+    next: str | None
+    as_of: datetime
+    known_at: datetime | None
+    contested: list[ContestedSlotOut] | None = Field(
+        description="With contested=true, on the first page: every disputed value in the query."
+    )
+
+
+class OutcomeOut(Schema):
+    id: UUID
+    outcome: str
+    fact_ids: list[UUID]
+    reported_at: datetime
+
+
+class ConflictFactOut(FactOut):
+    role: Literal["incoming", "existing"]
+
+
+class ConflictOut(Schema):
+    id: UUID
+    scope: str
+    kind: str
+    status: Literal["open", "resolved"]
+    facts: list[ConflictFactOut]
+    opened_at: datetime
+    resolution: str | None
+    resolved_by: str | None
+    resolved_at: datetime | None
+    reason: str
+
+
+class ConflictPage(Schema):
+    results: list[ConflictOut]
+    next: str | None
+
+
+class FactRefOut(Schema):
+    id: UUID
+    subject: str
+    predicate: str
+    object: str
+
+
+class NotReinstatedOut(Schema):
+    fact: FactRefOut
+    why: str
+
+
+class WithdrawalOut(Schema):
+    episode: str
+    scope: str
+    dry_run: bool
+    withdrawal: UUID | None
+    withdrawn: list[FactRefOut]
+    reinstated: list[FactRefOut]
+    not_reinstated: list[NotReinstatedOut]
+    closed_conflicts: list[UUID]
+
+
+READ_ERRORS: dict[int, type[Schema]] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+WRITE_ERRORS: dict[int, type[Schema]] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    429: ErrorOut,
+}
