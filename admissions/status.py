@@ -270,11 +270,11 @@ def judge(
         findings.append(Finding(1, "No steward has recorded a verdict: the fact is a candidate."))
     else:
         status = "admitted" if _is_admitted(verdict) else "rejected"
-        of_how_many = f", the latest of {len(admissions)} verdicts" if len(admissions) > 1 else ""
+        of_how_many = f"; {len(admissions)} verdicts in all" if len(admissions) > 1 else ""
         findings.append(
             Finding(
                 1,
-                f"{status.capitalize()} by {verdict.author} at {_when(verdict)} "
+                f"The latest verdict is {status}, by {verdict.author} at {_when(verdict)} "
                 f"(record {verdict.short_id}{of_how_many}).",
                 (verdict.id,),
             )
@@ -315,8 +315,10 @@ def judge(
                     2,
                     f"{_count(standing, 'open evidenced challenge')} ({_ids(standing)}) "
                     f"{'changes' if len(standing) == 1 else 'change'} nothing while the fact "
-                    f"is {status} and {'costs' if len(standing) == 1 else 'cost'} no flood "
-                    "cap; they take effect if it is admitted.",
+                    f"is {'a candidate' if status == 'candidate' else status} and "
+                    f"{'costs' if len(standing) == 1 else 'cost'} no flood cap; "
+                    f"{'it takes' if len(standing) == 1 else 'they take'} effect "
+                    "if the fact is admitted.",
                     tuple(record.id for record in standing),
                 )
             )
