@@ -29,9 +29,23 @@ needs_browser = pytest.mark.skipif(_missing, reason=f"{CHROMIUM} is not installe
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
+    from django.db import connections
     from playwright.sync_api import sync_playwright
 
+    serialized = {
+        alias: getattr(connections[alias], "_test_serialized_contents", None)
+        for alias in connections
+    }
     with sync_playwright() as playwright:
+        # Playwright's event loop leaves this thread in a new context, and
+        # Django keeps one connection object per context: without the copy,
+        # serialized_rollback finds no serialized data on the new object and
+        # silently skips restoring the migrations' rows after each flush.
+        for alias, contents in serialized.items():
+            if contents is not None and not hasattr(
+                connections[alias], "_test_serialized_contents"
+            ):
+                connections[alias]._test_serialized_contents = contents
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
