@@ -84,3 +84,40 @@ def test_conflict_and_fact_pages_stay_within_a_fixed_budget(
     fact = conflict.facts.first()
     with django_assert_max_num_queries(25):
         as_steward.get(reverse("fact", args=[fact.pk]))
+
+
+def test_detail_pages_issue_as_many_queries_for_a_long_history_as_for_a_short_one(
+    as_steward, member, steward
+):
+    from memories.models import Conflict
+
+    standing = write(steward, "svc", "core/has-version", "1.0", "code").fact
+    conflict = write(member, "svc", "core/has-version", "0.9", "agent-note").conflict
+
+    def grow(start, stop):
+        for n in range(start, stop):
+            # Closed history of the slot, more facts about the subject, more records.
+            write(
+                member,
+                "svc",
+                "core/has-version",
+                f"0.{n}",
+                "code",
+                t_valid=f"2025-01-{n + 1:02}T00:00:00+00:00",
+                t_invalid=f"2025-01-{n + 2:02}T00:00:00+00:00",
+            )
+            write(member, "svc", "core/uses", f"lib-{n}", "code")
+            file_challenge(actor=member, fact_id=standing.pk, ground=f"no {n}", evidence=None)
+
+    def measure():
+        return (
+            queries(as_steward, reverse("conflict", args=[conflict.pk])),
+            queries(as_steward, reverse("fact", args=[standing.pk])),
+            queries(as_steward, reverse("subject", args=[standing.subject_id])),
+        )
+
+    grow(0, 2)
+    short = measure()
+    grow(2, 20)
+    assert Conflict.objects.open().count() == 1
+    assert measure() == short
