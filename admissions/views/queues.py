@@ -13,13 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
 from admissions.forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
-from admissions.models import Record, Role
-from admissions.selectors import (
-    candidates,
-    challenge_summary,
-    fact_status,
-    suspended_fact_ids,
-)
+from admissions.models import ChallengeRank, Record, Role
+from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
 from memories.actions import readable_fact
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Bucket, Conflict, Fact, Scope
@@ -28,14 +23,29 @@ from memories.views import page_query, paginate, refusals, steward_scopes
 # --- dashboard ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Queue:
+    """One count on the dashboard, with the link to its queue and its oldest item's time."""
+
+    label: str
+    figures: dict
+    url: str
+    verb: str
+
+    @property
+    def count(self) -> int:
+        return self.figures["count"]
+
+    @property
+    def oldest(self):
+        return self.figures["oldest"]
+
+
 @require_GET
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
     """What waits for a human, in the viewer's scopes, and how long the oldest has waited."""
     scopes = Scope.objects.visible_to(request.user)
-    system_live = Fact.objects.filter(
-        scope__in=scopes, bucket=Bucket.SYSTEM, t_invalid__isnull=True
-    )
     conflicts = (
         Conflict.objects.open()
         .filter(scope__in=scopes)
@@ -51,9 +61,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         .filter(scope__in=scopes)
         .aggregate(count=Count("pk"), oldest=Min("inserted_at"))
     )
-    suspended = system_live.filter(pk__in=suspended_fact_ids(scopes)).aggregate(
-        count=Count("pk"), oldest=Min("recorded_at")
-    )
+    # A suspended fact waits since the challenge that suspends it was filed.
+    suspended = in_effect(
+        ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
+    ).aggregate(count=Count("fact", distinct=True), oldest=Min("inserted_at"))
     is_steward = steward_scopes(request.user).exists()
     queues = [
         Queue("Open conflicts", conflicts, reverse("conflicts"), "opened"),
@@ -64,26 +75,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "recorded",
         ),
         Queue("Open challenges", challenges, reverse("challenges"), "filed"),
-        Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "recorded"),
+        Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "suspended"),
     ]
     context = {"queues": queues, "now": timezone.now(), "scopes": scopes}
     return render(request, "admissions/dashboard.html", context)
-
-
-@dataclass(frozen=True)
-class Queue:
-    label: str
-    figures: dict
-    url: str
-    verb: str
-
-    @property
-    def count(self) -> int:
-        return self.figures["count"]
-
-    @property
-    def oldest(self):
-        return self.figures["oldest"]
 
 
 # --- candidates -------------------------------------------------------------------------
@@ -105,7 +100,7 @@ def _candidates(request: HttpRequest, form: CandidateFilterForm) -> QuerySet[Fac
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ReviewItem:
     """One item of a batch review: applied, or refused and why."""
 
     fact_id: str
@@ -114,7 +109,7 @@ class Outcome:
     why: str = ""
 
 
-def _review(request: HttpRequest, form: BatchReviewForm) -> list[Outcome]:
+def _review(request: HttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
     """Apply one verdict with one ground to each selected candidate, each on its own."""
     verdict = form.cleaned_data["verdict"]
     outcomes = []
@@ -122,7 +117,7 @@ def _review(request: HttpRequest, form: BatchReviewForm) -> list[Outcome]:
         try:
             found = readable_fact(request.user, fact_id)
         except NotFound:
-            outcomes.append(Outcome(fact_id, fact_id, False, "not found"))
+            outcomes.append(ReviewItem(fact_id, fact_id, False, "not found"))
             continue
         label = str(found)
         # A queue is a snapshot: another steward may have ruled since it was
@@ -130,7 +125,7 @@ def _review(request: HttpRequest, form: BatchReviewForm) -> list[Outcome]:
         current = fact_status(found).status if found.bucket == Bucket.SYSTEM else None
         if current != "candidate":
             why = f"no longer a candidate (now {current})" if current else "not a system fact"
-            outcomes.append(Outcome(fact_id, label, False, why))
+            outcomes.append(ReviewItem(fact_id, label, False, why))
             continue
         try:
             record_verdict(
@@ -140,11 +135,11 @@ def _review(request: HttpRequest, form: BatchReviewForm) -> list[Outcome]:
                 ground=form.cleaned_data["ground"],
             )
         except (Forbidden, StateConflict) as error:
-            outcomes.append(Outcome(fact_id, label, False, str(error)))
+            outcomes.append(ReviewItem(fact_id, label, False, str(error)))
         except Rejected as error:
-            outcomes.append(Outcome(fact_id, label, False, error.message))
+            outcomes.append(ReviewItem(fact_id, label, False, error.message))
         else:
-            outcomes.append(Outcome(fact_id, label, True, verdict))
+            outcomes.append(ReviewItem(fact_id, label, True, verdict))
     return outcomes
 
 
