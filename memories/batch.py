@@ -17,11 +17,11 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from django.conf import settings
-from django.db import connection
 
 from memories import batch_writes as writes
 from memories import decisions
 from memories.actions import LoadedVocabulary
+from memories.batch_writes import server_cursor
 from memories.decisions import Assertion, Evidence, StandingFact
 from memories.models import (
     AuditEntry,
@@ -79,7 +79,8 @@ class FactState:
     confidence: float
     t_valid: datetime
     t_invalid: datetime | None
-    evidence: tuple[Evidence, ...]
+    # A loaded fact's evidence stays JSON text until a line needs it.
+    evidence: tuple[Evidence, ...] | str
     bucket: str
     author_id: int
     last_reinforced_at: datetime
@@ -92,6 +93,8 @@ class FactState:
     superseded_by: UUID | None = None
 
     def standing(self) -> StandingFact:
+        if isinstance(self.evidence, str):
+            self.evidence = tuple(Evidence(**item) for item in json.loads(self.evidence))
         return StandingFact(
             id=self.id,
             predicate=self.predicate,
@@ -124,6 +127,8 @@ class Slots:
         self.by_value: dict[tuple, list[FactState]] = {}
         self.live_by_predicate: dict[tuple, list[FactState]] = {}
         self.facts: dict[UUID, FactState] = {}
+        # What was loaded: (scope ids, subject ids, predicate ids).
+        self.where: tuple[list[int], list[int], list[int]] = ([], [], [])
 
     def add(self, fact: FactState) -> None:
         self.facts[fact.id] = fact
@@ -181,34 +186,73 @@ def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
 
 
 def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
-    """Every fact of the batch's slots that can matter: the live ones and earlier equal values."""
-    subject_ids = sorted({line.subject_id for line in lines})
-    predicate_ids = sorted(
-        {
-            vocab.predicates[name].pk
-            for line in lines
-            for name in vocab.spec.slot_predicates(line.assertion.predicate)
-        }
-    )
-    keys = sorted({line.object_key for line in lines})
+    """Every fact any line of the batch can meet, as ``actions._standing_facts`` reads them.
+
+    For each line: the facts with its value under its predicate or another
+    of its exclusion group, live or not; and every live value of its
+    predicate when that predicate holds one value at a time (or the writer is
+    low-trust, for the revenant rule). A busy ``many`` slot's other values
+    are not read: no rule looks at them.
+    """
+    settings_rank = settings.CLAIMGRAPH_TRUSTED_RANK
+    values: set[tuple[int, int, int, str, str]] = set()
+    every_value: set[tuple[int, int, int]] = set()
+    for line in lines:
+        a = line.assertion
+        scope_id = line.scope.pk
+        for name in vocab.spec.slot_predicates(a.predicate):
+            values.add(
+                (
+                    scope_id,
+                    line.subject_id,
+                    vocab.predicates[name].pk,
+                    a.object_kind,
+                    line.object_key,
+                )
+            )
+        spec = vocab.spec.predicates[a.predicate]
+        low_trust = vocab.spec.sources[a.source_type].trust_rank < settings_rank
+        if (spec.cardinality == "one" and not spec.event_like) or low_trust:
+            every_value.add((scope_id, line.subject_id, vocab.predicates[a.predicate].pk))
+
     slots = Slots()
-    with connection.cursor() as cursor:
+    slots.where = (
+        sorted({line.scope.pk for line in lines}),
+        sorted({line.subject_id for line in lines}),
+        sorted({v[2] for v in values}),
+    )
+    columns = (
+        "f.id, f.scope_id, f.subject_id, f.predicate_id, f.object_kind, f.object_key,"
+        " f.epistemic, f.source_type_id, f.confidence, f.t_valid, f.t_invalid,"
+        " f.evidence::text, f.bucket, f.author_id, f.last_reinforced_at, f.recorded_at"
+    )
+    value_rows, slot_rows = sorted(values), sorted(every_value)
+    with server_cursor() as cursor:
+        # Two index lookups through (scope, subject, predicate), joined to
+        # the wanted keys; UNION drops a fact both of them find.
         cursor.execute(
             f"""
-            SELECT id, scope_id, subject_id, predicate_id, object_kind, object_key, epistemic,
-                   source_type_id, confidence, t_valid, t_invalid, evidence, bucket, author_id,
-                   last_reinforced_at
-              FROM {Fact._meta.db_table}
-             WHERE subject_id = ANY(%s) AND predicate_id = ANY(%s)
-               AND (t_invalid IS NULL OR object_key = ANY(%s))
-             ORDER BY recorded_at, id
+            SELECT {columns} FROM {Fact._meta.db_table} f
+              JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[], %s::text[])
+                AS w(scope_id, subject_id, predicate_id, object_kind, object_key)
+                ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
+               AND f.predicate_id = w.predicate_id AND f.object_kind = w.object_kind
+               AND f.object_key = w.object_key
+            UNION
+            SELECT {columns} FROM {Fact._meta.db_table} f
+              JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[])
+                AS w(scope_id, subject_id, predicate_id)
+                ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
+               AND f.predicate_id = w.predicate_id
+             WHERE f.t_invalid IS NULL
+            ORDER BY recorded_at, id
             """,
-            [subject_ids, predicate_ids, keys],
+            [
+                *([row[k] for row in value_rows] for k in range(5)),
+                *([row[k] for row in slot_rows] for k in range(3)),
+            ],
         )
         for row in cursor.fetchall():
-            evidence = row[11]
-            if isinstance(evidence, str):
-                evidence = json.loads(evidence)
             slots.add(
                 FactState(
                     id=row[0],
@@ -222,7 +266,7 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
                     confidence=row[8],
                     t_valid=row[9],
                     t_invalid=row[10],
-                    evidence=tuple(Evidence(**item) for item in evidence or ()),
+                    evidence=row[11],
                     bucket=row[12],
                     author_id=row[13],
                     last_reinforced_at=row[14],
@@ -237,22 +281,25 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
     Also answers which of their members outside the loaded facts are no
     longer live, so closing a conflict as moot can weigh every member.
     """
-    live = [fact.id for fact in slots.facts.values() if fact.t_invalid is None]
     conflicts: dict[UUID, ConflictState] = {}
     ended_elsewhere: set[UUID] = set()
-    if not live:
-        return conflicts, ended_elsewhere
     member_table = ConflictMember._meta.db_table
-    with connection.cursor() as cursor:
+    with server_cursor() as cursor:
+        # Found through the live facts of the batch's slots, by the same
+        # filter that loaded them: cheaper than sending their ids back.
         cursor.execute(
             f"""
             SELECT c.id, c.scope_id, c.opened_at FROM {Conflict._meta.db_table} c
              WHERE c.resolved_at IS NULL
-               AND c.id IN (SELECT conflict_id FROM {member_table} WHERE fact_id = ANY(%s))
+               AND c.id IN (
+                   SELECT m.conflict_id
+                     FROM {member_table} m JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
+                    WHERE f.scope_id = ANY(%s) AND f.subject_id = ANY(%s)
+                      AND f.predicate_id = ANY(%s) AND f.t_invalid IS NULL)
              ORDER BY c.id
                FOR UPDATE
             """,
-            [live],
+            list(slots.where),
         )
         for conflict_id, scope_id, opened_at in cursor.fetchall():
             conflicts[conflict_id] = ConflictState(conflict_id, scope_id, opened_at, [])
@@ -291,6 +338,9 @@ class BatchWriter:
     ) -> None:
         self.actor = actor
         self.ended_elsewhere = ended
+        self.conflicts_of: dict[UUID, list[ConflictState]] = {}
+        for conflict in conflicts.values():
+            self._index(conflict)
         self.vocab = vocab
         self.slots = slots
         self.conflicts = conflicts
@@ -412,6 +462,7 @@ class BatchWriter:
         }
         self.conflicts[conflict.id] = conflict
         self.new_conflicts.append(conflict)
+        self._index(conflict)
         self._audit(
             line.now,
             line.scope.pk,
@@ -429,13 +480,17 @@ class BatchWriter:
         )
         return conflict.id
 
+    def _index(self, conflict: ConflictState) -> None:
+        for _, fact_id in conflict.members:
+            self.conflicts_of.setdefault(fact_id, []).append(conflict)
+
     def _close_moot(self, fact_ids, now: datetime) -> None:
-        ids = {UUID(str(fact_id)) for fact_id in fact_ids}
-        affected = [
-            conflict
-            for conflict in self.conflicts.values()
-            if conflict.closed_at is None and any(fid in ids for _, fid in conflict.members)
-        ]
+        affected = {
+            conflict.id: conflict
+            for fact_id in fact_ids
+            for conflict in self.conflicts_of.get(UUID(str(fact_id)), ())
+            if conflict.closed_at is None
+        }.values()
         for conflict in sorted(affected, key=lambda c: (c.opened_at, str(c.id))):
             states = [(role, self._live(fact_id)) for role, fact_id in conflict.members]
             if decisions.conflict_is_moot(states):
@@ -486,4 +541,4 @@ class BatchWriter:
             self.new_conflicts,
             [c for c in self.conflicts.values() if not c.new and c.closed_at],
         )
-        AuditEntry.objects.bulk_create(self.audit)
+        writes.insert_audit(self.audit)

@@ -8,19 +8,42 @@ checked at commit. Then conflicts and their members.
 """
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import psycopg
 from django.db import connection
 from psycopg.types.json import Jsonb
 
 from memories.actions import LoadedVocabulary
 from memories.decisions import Evidence
-from memories.models import Conflict, ConflictMember, Fact, InvalidationKind, MemberRole, Resolution
+from memories.models import (
+    AuditEntry,
+    Conflict,
+    ConflictMember,
+    Fact,
+    InvalidationKind,
+    MemberRole,
+    Resolution,
+)
 
 if TYPE_CHECKING:
     from memories.batch import ConflictState, FactState
 
 MOOT_REASON = "closed by itself: a side of it is no longer live"
+
+
+@contextmanager
+def server_cursor() -> Iterator[psycopg.Cursor]:
+    """A cursor on Django's connection (same transaction) that binds parameters on the server.
+
+    Django's own cursors quote every parameter into the SQL text, which for
+    the batch's arrays of a thousand ids costs more than the query.
+    """
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
 
 
 def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> None:
@@ -30,7 +53,7 @@ def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary)
     source_ids = {name: row.pk for name, row in vocab.sources.items()}
     # Only the batch's own supersessions close a standing fact.
     closed = [f.superseded_by is not None for f in facts]
-    with connection.cursor() as cursor:
+    with server_cursor() as cursor:
         cursor.execute(
             f"""
             UPDATE {Fact._meta.db_table} AS f SET
@@ -114,6 +137,28 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
             )
 
 
+def insert_audit(entries: list["AuditEntry"]) -> None:
+    """One COPY for the batch's audit entries, in the order they happened (ids follow it)."""
+    if not entries:
+        return
+    with server_cursor() as cursor, cursor.copy(_COPY_AUDIT) as copy:
+        for entry in entries:
+            copy.write_row(
+                (
+                    entry.at,
+                    entry.actor.pk if entry.actor is not None else None,
+                    entry.scope_id,
+                    entry.action,
+                    entry.target_type,
+                    entry.target_id,
+                    None if entry.before is None else Jsonb(entry.before),
+                    None if entry.after is None else Jsonb(entry.after),
+                    entry.reason,
+                    entry.rule,
+                )
+            )
+
+
 def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -> None:
     """The batch's new conflicts with their members, and the standing ones it made moot."""
     if new:
@@ -151,7 +196,9 @@ def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -
         )
 
 
-def _evidence_json(evidence: tuple[Evidence, ...]) -> str:
+def _evidence_json(evidence: tuple[Evidence, ...] | str) -> str:
+    if isinstance(evidence, str):  # loaded and never touched: as it was
+        return evidence
     return json.dumps([item.as_dict() for item in evidence])
 
 
@@ -183,3 +230,8 @@ _FACT_COLUMNS = (
     "superseded_by_id",
 )
 _COPY_FACTS = f"COPY {Fact._meta.db_table} ({', '.join(_FACT_COLUMNS)}) FROM STDIN"
+_COPY_AUDIT = (
+    f"COPY {AuditEntry._meta.db_table}"
+    " (at, actor_id, scope_id, action, target_type, target_id, before, after, reason, rule)"
+    " FROM STDIN"
+)

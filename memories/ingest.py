@@ -54,6 +54,7 @@ from memories.actions import (
     writable_scope,
 )
 from memories.batch import Line, LineOutcome, decide_and_write, rejected
+from memories.batch_writes import server_cursor
 from memories.decisions import Rejected
 from memories.errors import NotFound
 from memories.models import (
@@ -269,26 +270,24 @@ def _apply_batch(
 
 # --- entities ------------------------------------------------------------------------
 
-_ENTITY_LOOKUP = f"""
-SELECT wanted.key,
-       COALESCE(
-           (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
-             WHERE m.entity_id = found.id AND m.undoes_id IS NULL
-               AND NOT EXISTS (SELECT 1 FROM {EntityMerge._meta.db_table} u
-                                WHERE u.undoes_id = m.id)
-             ORDER BY m.at, m.id LIMIT 1),
-           found.id)
-  FROM unnest(%(keys)s::varchar[]) AS wanted(key)
-  CROSS JOIN LATERAL (
-      SELECT id FROM (
-          (SELECT id, 0 AS by_alias FROM {Entity._meta.db_table}
-            WHERE scope_id = %(scope)s AND key = wanted.key)
-          UNION ALL
-          (SELECT id, 1 FROM {Entity._meta.db_table}
-            WHERE scope_id = %(scope)s AND alias_keys @> ARRAY[wanted.key]::varchar[]
-            ORDER BY id LIMIT 1)
-      ) AS candidates ORDER BY by_alias LIMIT 1
-  ) AS found
+# The three steps of ``actions._find_entity`` (name, else alias with the
+# lowest id, then a merge in force, earliest first), each for a whole batch
+# of keys in one indexed statement.
+_BY_NAME = f"""
+SELECT key, id FROM {Entity._meta.db_table} WHERE scope_id = %s AND key = ANY(%s::varchar[])
+"""
+_BY_ALIAS = f"""
+SELECT DISTINCT ON (alias.key) alias.key, e.id
+  FROM {Entity._meta.db_table} e CROSS JOIN LATERAL unnest(e.alias_keys) AS alias(key)
+ WHERE e.scope_id = %s AND e.alias_keys && %s::varchar[] AND alias.key = ANY(%s::varchar[])
+ ORDER BY alias.key, e.id
+"""
+_MERGED_INTO = f"""
+SELECT DISTINCT ON (m.entity_id) m.entity_id, m.into_id
+  FROM {EntityMerge._meta.db_table} m
+ WHERE m.entity_id = ANY(%s) AND m.undoes_id IS NULL
+   AND NOT EXISTS (SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
+ ORDER BY m.entity_id, m.at, m.id
 """
 
 
@@ -306,7 +305,7 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
 
     ids: dict[tuple[int, str], int] = {}
     created: list[int] = []
-    with connection.cursor() as cursor:
+    with server_cursor() as cursor:
         for scope_id, names in wanted.items():
             found = _lookup_entities(cursor, scope_id, list(names))
             missing = sorted(key for key in names if key not in found)
@@ -340,8 +339,17 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
 
 
 def _lookup_entities(cursor, scope_id: int, keys: list[str]) -> dict[str, int]:
-    cursor.execute(_ENTITY_LOOKUP, {"keys": keys, "scope": scope_id})
-    return dict(cursor.fetchall())
+    cursor.execute(_BY_NAME, [scope_id, keys])
+    found = dict(cursor.fetchall())
+    by_alias = [key for key in keys if key not in found]
+    if by_alias:
+        cursor.execute(_BY_ALIAS, [scope_id, by_alias, by_alias])
+        found.update(cursor.fetchall())
+    if found:
+        cursor.execute(_MERGED_INTO, [sorted(set(found.values()))])
+        merged = dict(cursor.fetchall())
+        found = {key: merged.get(entity, entity) for key, entity in found.items()}
+    return found
 
 
 def _drop_unused_entities(created: list[int]) -> None:

@@ -1,0 +1,237 @@
+"""Benchmark: import_facts with every rule of the write path vs. a raw COPY of the same rows.
+
+Not a test. Prints the rates and the ratios (target: at least 1/16 of COPY).
+
+- claimgraph: ``memories.ingest.import_lines`` on a JSONL file of 100,000
+  assertions, read from disk and parsed, every decision of SPEC §2 made
+  (duplicates reinforced, versions superseded, exclusion-group collisions,
+  outranked and commitment conflicts, entity objects, spelling variants),
+  with the audit entries, conflicts and slot locks that come with them.
+- raw COPY (equivalent table): the same 100,000 rows, already built in
+  memory, COPYed into ``raw_fact``, created ``LIKE memories_fact INCLUDING
+  ALL`` with the same foreign keys; its one-live-value index is made
+  non-unique (the file holds duplicates that the write path reinforces
+  instead of storing), so it still costs the same to maintain.
+- raw COPY (bare table): the same rows into a copy with no index, constraint
+  or foreign key: the fastest PostgreSQL can take them.
+
+    .venv/bin/python bench/ingest.py [--facts 100000] [--batch-size 1000]
+"""
+
+import argparse
+import json
+import random
+import tempfile
+import uuid
+from pathlib import Path
+
+from _setup import drop_database, rate, raw_connection, start_django, timed
+
+DATABASE = "bench_ingest"
+
+FOREIGN_KEYS = [
+    ("scope_id", "memories_scope"),
+    ("subject_id", "memories_entity"),
+    ("predicate_id", "memories_predicate"),
+    ("source_type_id", "memories_sourcetype"),
+    ("author_id", "auth_user"),
+    ("object_ref_id", "memories_entity"),
+]
+
+COLUMNS = (
+    "id, scope_id, subject_id, predicate_id, object_kind, object_ref_id, object_lit,"
+    " object_key, epistemic, source_type_id, confidence, episode, statement, evidence,"
+    " author_id, bucket, t_valid, t_invalid, recorded_at, last_reinforced_at, invalidated_at,"
+    " invalidated_by_id, invalidation_kind, invalidation_reason, superseded_by_id"
+)
+
+
+def assertions(count: int, seed: int = 7) -> list[dict]:
+    """A realistic mix: many services, each with versions, dependencies, deployments, opinions."""
+    rng = random.Random(seed)
+    services = max(10, count // 10)
+    lines = []
+    for i in range(count):
+        service = f"service-{rng.randrange(services)}"
+        roll = rng.random()
+        if roll < 0.25:
+            # Versions move on (supersede); a weaker source sometimes disagrees (outranked).
+            source = "agent-note" if rng.random() < 0.1 else "code"
+            data = {
+                "predicate": "core/has-version",
+                "object": f"{i // services}.{rng.randrange(3)}",
+            }
+        elif roll < 0.55:
+            # Dependencies, repeated often (reinforced), in several spellings.
+            library = rng.choice(["Redis", "redis ", "PostgreSQL", "Kafka", "gRPC", "  kafka"])
+            source = rng.choice(["code", "session-log"])
+            data = {"predicate": "core/uses", "object": library}
+        elif roll < 0.70:
+            source = "code"
+            data = {
+                "predicate": "core/depends-on",
+                "object": f"service-{rng.randrange(services)}",
+                "object_kind": "entity",
+            }
+        elif roll < 0.85:
+            source = rng.choice(["user-assertion", "session-log"])
+            predicate = rng.choice(["core/prefers", "core/avoids", "core/prefers"])
+            data = {"predicate": predicate, "object": rng.choice(["REST", "GraphQL", "gRPC"])}
+        elif roll < 0.90:
+            source = "decision-record"
+            data = {
+                "predicate": "core/decided-against",
+                "object": rng.choice(["GraphQL", "SOAP"]),
+                "epistemic": "commitment",
+            }
+        else:
+            source = rng.choice(["user-assertion", "agent-note"])
+            data = {
+                "predicate": "core/deployed-via",
+                "object": rng.choice(["Fly", "Heroku", "k8s"]),
+            }
+        lines.append(
+            {
+                "scope": "bench",
+                "subject": service,
+                "source_type": source,
+                "confidence": round(rng.uniform(0.5, 1.0), 2),
+                "evidence": [{"ref": f"run-{i % 97}"}],
+                **data,
+            }
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--batch-size", type=int, default=1_000)
+    options = parser.parse_args()
+    start_django(DATABASE)
+    try:
+        run(options.facts, options.batch_size)
+    finally:
+        drop_database(DATABASE)
+
+
+def run(count: int, batch_size: int) -> None:
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from memories.ingest import import_lines, read_lines
+    from memories.models import Entity, Fact, Predicate, Scope, SourceType
+    from memories.normalize import value_key
+
+    user = User.objects.create_user("bench")
+    Scope.objects.create(name="bench").members.add(user)
+    rows = assertions(count)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "facts.jsonl"
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        report = {}
+
+        def ours() -> None:
+            report["result"] = import_lines(
+                read_lines(str(path)), actor=user, batch_size=batch_size
+            )
+
+        ours_seconds = timed(ours)
+    counts = report["result"].counts
+
+    # The same rows for the baselines, built before the clock starts.
+    entity_ids = dict(Entity.objects.values_list("key", "pk"))
+    predicates = dict(Predicate.objects.values_list("name", "pk"))
+    sources = dict(SourceType.objects.values_list("name", "pk"))
+    scope_id = Scope.objects.get(name="bench").pk
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        (now,) = cursor.fetchone()
+    baseline_rows = []
+    for row in rows:
+        entity = row.get("object_kind") == "entity"
+        object_ref = entity_ids[value_key(row["object"])] if entity else None
+        baseline_rows.append(
+            (
+                uuid.uuid4(),
+                scope_id,
+                entity_ids[value_key(row["subject"])],
+                predicates[row["predicate"]],
+                "entity" if entity else "literal",
+                object_ref,
+                None if entity else row["object"],
+                str(object_ref) if entity else value_key(row["object"]),
+                row.get("epistemic", "observation"),
+                sources[row["source_type"]],
+                row["confidence"],
+                "",
+                "",
+                json.dumps(row["evidence"]),
+                user.pk,
+                "system",
+                now,
+                None,
+                now,
+                now,
+                None,
+                None,
+                "",
+                "",
+                None,
+            )
+        )
+
+    raw = raw_connection()
+    raw.execute("CREATE TABLE raw_fact (LIKE memories_fact INCLUDING ALL)")
+    raw.execute("CREATE TABLE bare_fact (LIKE memories_fact INCLUDING DEFAULTS)")
+    unique = raw.execute(
+        "SELECT indexname, indexdef FROM pg_indexes"
+        " WHERE tablename = 'raw_fact' AND indexdef LIKE 'CREATE UNIQUE INDEX%%'"
+        " AND indexdef LIKE '%% WHERE %%'"
+    ).fetchall()
+    for name, definition in unique:
+        raw.execute(f'DROP INDEX "{name}"')
+        raw.execute(definition.replace("CREATE UNIQUE INDEX", "CREATE INDEX"))
+    for column, parent in FOREIGN_KEYS:
+        raw.execute(
+            f"ALTER TABLE raw_fact ADD FOREIGN KEY ({column}) REFERENCES {parent}"
+            " DEFERRABLE INITIALLY DEFERRED"
+        )
+    raw.commit()
+
+    def copy_into(table: str):
+        def body() -> None:
+            with (
+                raw.cursor() as cursor,
+                cursor.copy(f"COPY {table} ({COLUMNS}) FROM STDIN") as copy,
+            ):
+                for values in baseline_rows:
+                    copy.write_row(values)
+            raw.commit()
+
+        return body
+
+    raw_seconds = timed(copy_into("raw_fact"))
+    bare_seconds = timed(copy_into("bare_fact"))
+    raw.close()
+
+    ours_rate = rate(count, ours_seconds)
+    raw_rate = rate(count, raw_seconds)
+    bare_rate = rate(count, bare_seconds)
+    stored = Fact.objects.count()
+    print(f"facts in the file        {count:>10,}   (batches of {batch_size:,})")
+    print(
+        "outcomes                 "
+        + ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("created", "reinforced", "superseded"))
+        + f", {counts.get('flagged', 0):,} flagged, {counts.get('rejected', 0):,} rejected"
+    )
+    print(f"fact rows written        {stored:>10,}")
+    print(f"claimgraph import        {ours_rate:>10,.0f} lines/s   ({ours_seconds:.2f} s)")
+    print(f"raw COPY, equivalent     {raw_rate:>10,.0f} rows/s    ({raw_seconds:.2f} s)")
+    print(f"raw COPY, bare table     {bare_rate:>10,.0f} rows/s    ({bare_seconds:.2f} s)")
+    print(f"ratio vs equivalent COPY {ours_rate / raw_rate:>10.3f}   (target >= {1 / 16:.3f})")
+    print(f"ratio vs bare COPY       {ours_rate / bare_rate:>10.3f}")
+
+
+if __name__ == "__main__":
+    main()
