@@ -34,7 +34,14 @@ from memories.merges import merge_target_id, visible_entity
 from memories.models import Bucket, ConflictMember, Fact, Scope
 from memories.normalize import value_key
 from memories.roles import is_steward_of
-from memories.views import add_rejection, done, page_query, paginate, refusals
+from memories.views import (
+    add_rejection,
+    done,
+    fill_small_relations,
+    page_query,
+    paginate,
+    refusals,
+)
 
 CHAIN_LIMIT = 25
 
@@ -86,10 +93,16 @@ def _filtered_facts(request: HttpRequest, form: FactFilterForm) -> QuerySet[Fact
 def facts(request: HttpRequest) -> HttpResponse:
     """Every fact the viewer may read, newest first, searchable by subject name."""
     form = FactFilterForm(request.GET or None, user=request.user)
-    rows = _filtered_facts(request, form).for_display().order_by("-recorded_at", "-id")
+    rows = (
+        _filtered_facts(request, form)
+        .select_related("subject", "object_ref")
+        .order_by("-recorded_at", "-id")
+    )
+    page = paginate(request, rows, form)
+    page.object_list = fill_small_relations(page.object_list)
     context = {
         "form": form,
-        "page": paginate(request, rows, form),
+        "page": page,
         "query": page_query(request),
         "now": timezone.now(),
     }
@@ -322,9 +335,10 @@ def subject(request: HttpRequest, entity_id: int) -> HttpResponse:
             .with_disputed()
         )
         .filter(Q(disputed=True) | Q(bucket=Bucket.SYSTEM) & ~Q(admission_status="admitted"))
-        .for_display()
+        .select_related("subject", "object_ref")
         .order_by("predicate__name", "recorded_at")[:100]
     )
+    pending = fill_small_relations(pending)
     context = {
         "entity": entity,
         "truth": truth,

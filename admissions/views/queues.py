@@ -18,7 +18,13 @@ from admissions.selectors import candidates, challenge_summary, fact_status, in_
 from memories.actions import readable_fact
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Bucket, Conflict, Fact, Scope
-from memories.views import page_query, paginate, refusals, steward_scopes
+from memories.views import (
+    fill_small_relations,
+    page_query,
+    paginate,
+    refusals,
+    steward_scopes,
+)
 
 # --- dashboard ------------------------------------------------------------------------
 
@@ -96,7 +102,11 @@ def _candidates(request: HttpRequest, form: CandidateFilterForm) -> QuerySet[Fac
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
     scope_ids = list(steward_scopes(request.user).values_list("pk", flat=True))
-    return candidates(scope_ids, filters)
+    # The small relations are filled in after the page is read (see
+    # fill_small_relations): joined here they cost more to plan than to run.
+    return (
+        candidates(scope_ids, filters).select_related(None).select_related("subject", "object_ref")
+    )
 
 
 @dataclass(frozen=True)
@@ -161,14 +171,15 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
             batch = BatchReviewForm()
         else:
             status = 400
-    rows = _candidates(request, filters)
+    page = paginate(request, _candidates(request, filters), filters)
+    page.object_list = fill_small_relations(page.object_list)
     context = {
         "form": filters,
         "batch": batch,
         "outcomes": outcomes,
         "applied": [o for o in outcomes or [] if o.applied],
         "refused": [o for o in outcomes or [] if not o.applied],
-        "page": paginate(request, rows, filters),
+        "page": page,
         "query": page_query(request),
         "now": timezone.now(),
     }
