@@ -6,7 +6,14 @@ again whatever they rely on.
 
 from django import forms
 
-from memories.forms import EPISTEMIC_CHOICES, PagedForm, predicate_field, scope_field, source_field
+from memories.forms import (
+    EPISTEMIC_CHOICES,
+    ListedChoiceField,
+    PagedForm,
+    predicate_field,
+    scope_field,
+    source_field,
+)
 from memories.models import Bucket, Epistemic, SourceType
 
 GROUND_ERROR = "Say why: a ground is required."
@@ -62,7 +69,7 @@ class CorrectForm(forms.Form):
     """The replacement's fields; blank or unchanged ones are taken from the fact."""
 
     object = forms.CharField(max_length=2_000, label="Object")
-    source_type = forms.ModelChoiceField(
+    source_type = ListedChoiceField(
         queryset=SourceType.objects.all(), to_field_name="name", label="Source"
     )
     confidence = forms.FloatField(min_value=0, max_value=1, label="Confidence")

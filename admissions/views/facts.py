@@ -115,12 +115,11 @@ def facts(request: HttpRequest) -> HttpResponse:
 
 def _chain(fact: Fact) -> list[Fact]:
     """The supersession chain through ``fact``, oldest first (bounded both ways)."""
+    links = Fact.objects.select_related("object_ref")
     before: list[Fact] = []
     current = fact
     for _ in range(CHAIN_LIMIT):
-        previous = (
-            Fact.objects.filter(superseded_by=current).for_display().order_by("recorded_at").first()
-        )
+        previous = links.filter(superseded_by=current).order_by("recorded_at").first()
         if previous is None:
             break
         before.insert(0, previous)
@@ -130,8 +129,9 @@ def _chain(fact: Fact) -> list[Fact]:
     for _ in range(CHAIN_LIMIT):
         if current.superseded_by_id is None:
             break
-        current = Fact.objects.for_display().get(pk=current.superseded_by_id)
+        current = links.get(pk=current.superseded_by_id)
         after.append(current)
+    fill_small_relations([*before, *after])
     return [*before, fact, *after]
 
 
