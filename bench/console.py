@@ -20,7 +20,10 @@ is also a candidate: 2,000 and 20,000 candidates.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/console.py [--runs 40]
 
-It creates and drops its own database, ``bench_console``.
+It creates and drops its own databases, ``bench_console`` (1,000) and
+``bench_console_large`` (10,000): with one database per size both sizes are
+measured in alternating rounds, so the growth ratio is not skewed by load
+that comes and goes on the machine.
 """
 
 import argparse
@@ -31,9 +34,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+from _setup import _recreate as recreate_database
 from _setup import drop_database, raw_connection, start_django
 
-DATABASE = "bench_console"
+DATABASES = ("bench_console", "bench_console_large")
 SIZES = (1_000, 10_000)
 PAGE = 25
 
@@ -128,23 +132,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="timed requests per page and size")
     options = parser.parse_args()
-    start_django(DATABASE)
+    start_django(DATABASES[0])
     try:
         run(options.runs)
     finally:
-        drop_database(DATABASE)
+        for database in DATABASES:
+            drop_database(database)
+
+
+def use(database: str) -> None:
+    """Point Django's connection at one of the bench databases."""
+    from django.db import connection
+
+    if connection.settings_dict["NAME"] != database:
+        connection.close()
+        connection.settings_dict["NAME"] = database
 
 
 def run(runs: int) -> None:
     from django.conf import settings
-    from django.contrib.auth.models import Group, User
+    from django.core.management import call_command
 
-    from admissions.actions import file_challenge, record_verdict
-    from memories.models import Conflict, Scope
-    from memories.roles import STEWARDS_GROUP
-
-    # _setup runs Django as production does (DEBUG off); the test Client's
-    # host must be allowed, and its requests come in over HTTPS.
+    # _setup runs Django as production does (DEBUG off); the in-process
+    # requests' host must be allowed, and they come in over HTTPS.
     settings.ALLOWED_HOSTS = ["testserver"]
     # No collectstatic here: plain static URLs instead of the manifest's hashed
     # ones (a dictionary lookup either way).
@@ -153,62 +163,90 @@ def run(runs: int) -> None:
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
 
-    steward = User.objects.create_user("steward")
-    steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
-    member = User.objects.create_user("member")
-    scope = Scope.objects.create(name="bench")
-    scope.members.add(steward, member)
-    client = Server(steward)
-    raw = raw_connection()
-    raw.autocommit = True
-    # Bind parameters client-side, as Django does: the planner then sees the
-    # values, so the baseline gets the same plans as the console's queries.
-    raw.cursor_factory = psycopg.ClientCursor
+    # One database per size, so both sizes can be measured in alternating
+    # rounds: a burst of load from elsewhere on the machine then hurts both.
+    sides = {}
+    for size, database in zip(SIZES, DATABASES, strict=True):
+        if database != DATABASES[0]:
+            recreate_database(database)
+            use(database)
+            call_command("migrate", verbosity=0)
+        use(database)
+        sides[size] = Side(database, size)
 
     results: dict[tuple[str, int], tuple[float, float]] = {}
-    written = 0
-    for size in SIZES:
-        grow(scope, steward, member, written, size)
-        written = size
-        conflict = Conflict.objects.open().order_by("opened_at", "id").first()
-        members = list(conflict.members.order_by("role").values_list("fact_id", flat=True))
-        standing = conflict.members.get(role="existing").fact
-        if size == SIZES[0]:
-            record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="ok")
-            file_challenge(actor=member, fact_id=standing.pk, ground="no", evidence=["ref"])
-        page_ids = list(
-            Conflict.objects.open().order_by("opened_at", "id").values_list("pk", flat=True)[:PAGE]
-        )
-        params = {
-            "page": page_ids,
-            "conflict": conflict.pk,
-            "members": members,
-            "scope": scope.pk,
-            "scopes": [scope.pk],
-            "subject": conflict.subject_id,
-            "predicate": conflict.predicate_id,
-            "fact": standing.pk,
-        }
-        raw.execute("ANALYZE")
-        pages = [
-            ("conflicts queue", "/conflicts/", CONFLICT_QUEUE_SQL),
-            ("conflict page", f"/conflicts/{conflict.pk}/", CONFLICT_PAGE_SQL),
-            ("candidates queue", "/candidates/", CANDIDATES_SQL),
-            ("fact page", f"/facts/{standing.pk}/", FACT_PAGE_SQL),
-        ]
-        for name, url, statements in pages:
-            console, plain = compare(
-                lambda url=url: _get(client, url),
-                lambda statements=statements, params=params: _plain(raw, statements, params),
-                runs,
-            )
-            results[(name, size)] = (console, plain)
-    floor = statistics.median(_timed(lambda: client.get("/signin/"), runs))
+    for name in PAGES:
+        measured = compare({size: side.page(name) for size, side in sides.items()}, runs)
+        for size, figures in measured.items():
+            results[(name, size)] = figures
+    use(DATABASES[0])
+    floor = statistics.median(_timed(lambda: sides[SIZES[0]].client.get("/signin/"), runs))
     report(results)
     print(
         f"for scale: a signed-in request that only loads its session and account and"
         f" redirects (/signin/) takes {floor * 1e3:.2f} ms here"
     )
+
+
+PAGES = ("conflicts queue", "conflict page", "candidates queue", "fact page")
+
+
+class Side:
+    """One bench database filled with ``size`` open conflicts, and how to read its pages."""
+
+    def __init__(self, database: str, size: int) -> None:
+        from django.contrib.auth.models import Group, User
+
+        from admissions.actions import file_challenge, record_verdict
+        from memories.models import Conflict, Scope
+        from memories.roles import STEWARDS_GROUP
+
+        self.database = database
+        steward = User.objects.create_user("steward")
+        steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+        member = User.objects.create_user("member")
+        scope = Scope.objects.create(name="bench")
+        scope.members.add(steward, member)
+        grow(scope, steward, member, 0, size)
+        conflict = Conflict.objects.open().order_by("opened_at", "id").first()
+        standing = conflict.members.get(role="existing").fact
+        record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="ok")
+        file_challenge(actor=member, fact_id=standing.pk, ground="no", evidence=["ref"])
+        self.client = Server(steward)
+        self.raw = raw_connection()
+        self.raw.autocommit = True
+        # Bind parameters client-side, as Django does: the planner then sees
+        # the values, so the baseline gets the same plans as the console.
+        self.raw.cursor_factory = psycopg.ClientCursor
+        self.raw.execute("ANALYZE")
+        page_ids = Conflict.objects.open().order_by("opened_at", "id").values_list("pk", flat=True)
+        self.params = {
+            "page": list(page_ids[:PAGE]),
+            "conflict": conflict.pk,
+            "members": list(conflict.members.values_list("fact_id", flat=True)),
+            "scope": scope.pk,
+            "subject": conflict.subject_id,
+            "predicate": conflict.predicate_id,
+            "fact": standing.pk,
+        }
+        self.urls = {
+            "conflicts queue": ("/conflicts/", CONFLICT_QUEUE_SQL),
+            "conflict page": (f"/conflicts/{conflict.pk}/", CONFLICT_PAGE_SQL),
+            "candidates queue": ("/candidates/", CANDIDATES_SQL),
+            "fact page": (f"/facts/{standing.pk}/", FACT_PAGE_SQL),
+        }
+
+    def page(self, name: str) -> tuple[Callable[[], None], Callable[[], None]]:
+        url, statements = self.urls[name]
+
+        def console() -> None:
+            use(self.database)
+            _get(self.client, url)
+
+        def plain() -> None:
+            _plain(self.raw, statements, self.params)
+
+        return console, plain
 
 
 class Server:
@@ -244,18 +282,28 @@ def _plain(raw, statements: list[str], params: dict) -> None:
         raw.execute(statement, params).fetchall()
 
 
-def compare(console: Callable[[], None], plain: Callable[[], None], runs: int):
-    """Median seconds of each side, measured in alternating rounds after a warm-up."""
-    for _ in range(3):
-        console()
-        plain()
-    times: dict[str, list[float]] = {"console": [], "plain": []}
+def compare(sides: dict, runs: int) -> dict[int, tuple[float, float]]:
+    """Median seconds of each side of each size, in alternating rounds after a warm-up.
+
+    Switching databases closes Django's connection; the reconnection is made
+    before the clock starts, by an untimed request.
+    """
+    for console, plain in sides.values():
+        for _ in range(3):
+            console()
+            plain()
+    times = {size: ([], []) for size in sides}
     for _ in range(runs):
-        for side, function in (("console", console), ("plain", plain)):
-            started = time.perf_counter()
-            function()
-            times[side].append(time.perf_counter() - started)
-    return statistics.median(times["console"]), statistics.median(times["plain"])
+        for size, (console, plain) in sides.items():
+            console()  # reconnects to this size's database, untimed
+            for function, into in ((console, times[size][0]), (plain, times[size][1])):
+                started = time.perf_counter()
+                function()
+                into.append(time.perf_counter() - started)
+    return {
+        size: (statistics.median(console), statistics.median(plain))
+        for size, (console, plain) in times.items()
+    }
 
 
 def _timed(function: Callable[[], object], runs: int) -> list[float]:
