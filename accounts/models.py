@@ -60,7 +60,9 @@ class WriteAllowance(models.Model):
     a minute ahead of now is refused. The effect is a sustained rate of N
     writes a minute with bursts of up to N. One row per token, updated by a
     single UPSERT in PostgreSQL, so the limit holds across every worker and
-    machine and needs no cleanup.
+    machine and needs no cleanup. The table is UNLOGGED (migration 0002):
+    charging a write then costs no disk sync, and a crash merely resets
+    everyone's allowance.
     """
 
     token = models.OneToOneField(

@@ -15,9 +15,10 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
+from admissions import status as fold
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record
-from admissions.selectors import fact_status, recall
+from admissions.selectors import fact_status, recall, share_percent
 from memories.actions import readable_fact
 from memories.api import Admission, AdmissionGate, caller, keyset_page, present_assert
 from memories.models import Bucket, Fact
@@ -49,7 +50,15 @@ def statuses(facts: Sequence[Fact]) -> Mapping[Any, Admission]:
     return answers
 
 
-admission_gate = AdmissionGate(statuses=statuses, recall=recall)
+def status_of_new(fact: Fact) -> Admission:
+    if fact.bucket == Bucket.USER:
+        return Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
+    # No records yet: rule 1 alone decides, and A does not enter into it.
+    status = fold.judge(fact.pk, (), admitted_count=0, share_percent=share_percent())
+    return Admission(status=status.status, explanation=status.explanation)
+
+
+admission_gate = AdmissionGate(statuses=statuses, recall=recall, status_of_new=status_of_new)
 
 
 # --- shapes ------------------------------------------------------------------------
@@ -185,7 +194,7 @@ def post_correction(request: HttpRequest, fact_id: str, payload: CorrectionIn):
     correction = correct_fact(
         actor=caller(request), fact_id=fact_id, changes=changes, ground=payload.ground
     )
-    answer = present_assert(correction.result)
+    answer = present_assert(correction.result, untouched=False)
     body = {
         **answer.value,
         "corrected": UUID(str(fact_id)),

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest
 from django.urls import register_converter
@@ -101,6 +102,9 @@ class AdmissionGate:
 
     statuses: Callable[[Sequence[Fact]], Mapping[Any, Admission]]
     recall: Callable[..., Sequence[TruthEntry]]
+    # The admission of a fact written this instant, which no record names
+    # yet: answered without reading the records.
+    status_of_new: Callable[[Fact], Admission]
 
 
 _gate: AdmissionGate | None = None
@@ -131,17 +135,20 @@ def present_facts(facts: Sequence[Fact], *, at: datetime) -> list[dict[str, Any]
     if not facts:
         return []
     statuses = admission_gate().statuses(facts)
-    disputed = set(
-        ConflictMember.objects.filter(
-            fact_id__in=[fact.pk for fact in facts],
-            disputes=True,
-            conflict__resolved_at__isnull=True,
-        ).values_list("fact_id", flat=True)
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_DISPUTED_SQL, [[fact.pk for fact in facts]])
+        disputed = {row[0] for row in cursor.fetchall()}
     return [
         _fact_body(fact, at=at, admission=statuses[fact.pk], disputed=fact.pk in disputed)
         for fact in facts
     ]
+
+
+_DISPUTED_SQL = f"""
+SELECT m.fact_id FROM {ConflictMember._meta.db_table} m
+  JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
+ WHERE m.fact_id = ANY(%s) AND m.disputes AND c.resolved_at IS NULL
+"""
 
 
 def present_fact(fact: Fact, *, at: datetime) -> dict[str, Any]:
@@ -178,15 +185,29 @@ def _fact_body(fact: Fact, *, at: datetime, admission: Admission, disputed: bool
     }
 
 
-def present_assert(result: AssertResult) -> Status:
-    """The Assert result: 201 when a fact was created, 200 when one was reinforced."""
+def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
+    """The Assert result: 201 when a fact was created, 200 when one was reinforced.
+
+    ``untouched``: nothing but the write itself has happened to a fact it
+    created (a correction, which records a verdict on it, says False).
+    """
     now = timezone.now()
-    facts = present_facts([result.fact, *result.candidates], at=now)
+    if result.status == "reinforced" or not untouched:
+        fact = present_fact(result.fact, at=now)
+    else:
+        # A fact created by this very write has no records and is disputed
+        # exactly when the write was flagged: no need to read either back.
+        fact = _fact_body(
+            result.fact,
+            at=now,
+            admission=admission_gate().status_of_new(result.fact),
+            disputed=result.status == "flagged",
+        )
     body = {
         "status": result.status,
         "reason": result.reason,
-        "fact": facts[0],
-        "candidates": facts[1:],
+        "fact": fact,
+        "candidates": present_facts(result.candidates, at=now),
         "superseded": result.superseded,
         "conflict": result.conflict.pk if result.conflict else None,
     }

@@ -60,6 +60,9 @@ def test_asserting_a_new_fact_answers_201_with_the_whole_fact(member, agent_for)
     assert fact["author"] == "mira" and fact["disputed"] is False
     assert fact["admission"]["status"] == "candidate"
     assert fact["admission"]["explanation"]
+    # Answered without reading the records back, and the same as reading them.
+    again = agent_for(member).get(f"/facts/{fact['id']}").json()
+    assert again["admission"] == fact["admission"] and again["disputed"] is False
     assert fact["evidence"] == [{"ref": "setup.py", "quote": "version='2.0.0'"}]
     # ISO 8601 with an offset, to the microsecond.
     stored = Fact.objects.get(pk=fact["id"])
