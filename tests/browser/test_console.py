@@ -211,6 +211,7 @@ def demo_pages() -> list[tuple[str, str]]:
         ("subject", f"/subjects/{suspended.subject_id}/"),
         ("entities", "/entities/"),
         ("audit", "/audit/"),
+        ("account", "/account/"),
     ]
 
 
