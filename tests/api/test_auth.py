@@ -219,3 +219,15 @@ def test_the_account_page_needs_a_signed_in_account():
     response = Client().get("/account/")
     assert response.status_code == 302
     assert "/signin/" in response["Location"]
+
+
+def test_with_htmx_the_account_page_swaps_only_its_tokens_section(member):
+    browser = Client()
+    browser.force_login(member)
+    issued = browser.post("/account/tokens/", {"name": "agent"}, headers={"HX-Request": "true"})
+    assert issued.status_code == 201
+    assert issued.content.lstrip().startswith(b'<section id="tokens"')
+    assert b"<html" not in issued.content
+    refused = browser.post("/account/tokens/", {"name": ""}, headers={"HX-Request": "true"})
+    assert refused.status_code == 400
+    assert ApiToken.objects.filter(user=member).count() == 1
