@@ -24,7 +24,6 @@ from memories.actions import LoadedVocabulary
 from memories.batch_writes import server_cursor
 from memories.decisions import Assertion, Evidence, StandingFact
 from memories.models import (
-    AuditEntry,
     Conflict,
     ConflictMember,
     Fact,
@@ -91,11 +90,15 @@ class FactState:
     invalidated_at: datetime | None = None
     invalidation_reason: str = ""
     superseded_by: UUID | None = None
+    seen: StandingFact | None = None
 
     def standing(self) -> StandingFact:
+        """The decision's view of this fact, built once until the fact changes."""
+        if self.seen is not None:
+            return self.seen
         if isinstance(self.evidence, str):
             self.evidence = tuple(Evidence(**item) for item in json.loads(self.evidence))
-        return StandingFact(
+        self.seen = StandingFact(
             id=self.id,
             predicate=self.predicate,
             object_kind=self.object_kind,
@@ -107,6 +110,7 @@ class FactState:
             t_invalid=self.t_invalid,
             evidence=self.evidence,
         )
+        return self.seen
 
 
 @dataclass
@@ -345,7 +349,7 @@ class BatchWriter:
         self.slots = slots
         self.conflicts = conflicts
         self.new_conflicts: list[ConflictState] = []
-        self.audit: list[AuditEntry] = []
+        self.audit: list[writes.AuditRow] = []
         self.rejected_late = False
         self.trusted_rank = settings.CLAIMGRAPH_TRUSTED_RANK
 
@@ -379,8 +383,8 @@ class BatchWriter:
             status=decision.status,
             reason=decision.reason,
             fact_id=fact.id,
-            candidates=tuple(UUID(str(c)) for c in decision.candidates),
-            superseded=tuple(UUID(str(s)) for s in decision.supersedes),
+            candidates=tuple(decision.candidates),
+            superseded=tuple(decision.supersedes),
             conflict_id=conflict_id,
         )
 
@@ -391,6 +395,7 @@ class BatchWriter:
         fact.source_type = reinforcement.source_type
         fact.evidence = reinforcement.evidence
         fact.changed = True
+        fact.seen = None
         return LineOutcome(line=line.number, status="reinforced", fact_id=fact.id)
 
     def _new_fact(self, line: Line, decision, t_valid: datetime) -> FactState:
@@ -429,6 +434,7 @@ class BatchWriter:
         old.invalidation_reason = decision.rationale
         old.superseded_by = new.id
         old.changed = True
+        old.seen = None
         self._audit(
             line.now,
             line.scope.pk,
@@ -452,7 +458,7 @@ class BatchWriter:
             scope_id=line.scope.pk,
             opened_at=line.now,
             members=[(MemberRole.INCOMING, fact.id)]
-            + [(MemberRole.EXISTING, UUID(str(c))) for c in decision.candidates],
+            + [(MemberRole.EXISTING, c) for c in decision.candidates],
             new=True,
         )
         conflict.row = {
@@ -488,7 +494,7 @@ class BatchWriter:
         affected = {
             conflict.id: conflict
             for fact_id in fact_ids
-            for conflict in self.conflicts_of.get(UUID(str(fact_id)), ())
+            for conflict in self.conflicts_of.get(fact_id, ())
             if conflict.closed_at is None
         }.values()
         for conflict in sorted(affected, key=lambda c: (c.opened_at, str(c.id))):
@@ -514,10 +520,11 @@ class BatchWriter:
         return fact.t_invalid is None
 
     def _audit(self, at, scope_id, action, target_type, target_id, *, actor, **fields) -> None:
+        """An audit entry as ``memories.audit.record_audit`` would write it, kept for the COPY."""
         self.audit.append(
-            AuditEntry(
+            writes.AuditRow(
                 at=at,
-                actor=actor,
+                actor_id=actor.pk if actor is not None and actor.is_authenticated else None,
                 scope_id=scope_id,
                 action=action,
                 target_type=target_type,

@@ -10,11 +10,11 @@ checked at commit. Then conflicts and their members.
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, NamedTuple
 
 import psycopg
 from django.db import connection
-from psycopg.types.json import Jsonb
 
 from memories.actions import LoadedVocabulary
 from memories.decisions import Evidence
@@ -98,12 +98,9 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
         return
     predicate_ids = {name: row.pk for name, row in vocab.predicates.items()}
     source_ids = {name: row.pk for name, row in vocab.sources.items()}
-    # COPY goes to psycopg directly; its errors are made Django's, like any query's.
-    with (
-        connection.wrap_database_errors,
-        connection.cursor() as cursor,
-        cursor.copy(_COPY_FACTS) as copy,
-    ):
+    with server_cursor() as cursor, cursor.copy(_COPY_FACTS) as copy:
+        # Declared once, so each value is not looked at to find how to send it.
+        copy.set_types(_FACT_TYPES)
         for f in facts:
             closed = f.superseded_by is not None
             copy.write_row(
@@ -121,7 +118,7 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
                     f.confidence,
                     f.row["episode"],
                     f.row["statement"],
-                    Jsonb([item.as_dict() for item in f.evidence]),
+                    [item.as_dict() for item in f.evidence],
                     actor.pk,
                     f.bucket,
                     f.t_valid,
@@ -137,26 +134,29 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
             )
 
 
-def insert_audit(entries: list["AuditEntry"]) -> None:
+class AuditRow(NamedTuple):
+    """One audit entry, in the column order of the COPY that writes it."""
+
+    at: datetime
+    actor_id: int | None
+    scope_id: int
+    action: str
+    target_type: str
+    target_id: str
+    before: dict | None
+    after: dict | None
+    reason: str
+    rule: str
+
+
+def insert_audit(rows: list[AuditRow]) -> None:
     """One COPY for the batch's audit entries, in the order they happened (ids follow it)."""
-    if not entries:
+    if not rows:
         return
     with server_cursor() as cursor, cursor.copy(_COPY_AUDIT) as copy:
-        for entry in entries:
-            copy.write_row(
-                (
-                    entry.at,
-                    entry.actor.pk if entry.actor is not None else None,
-                    entry.scope_id,
-                    entry.action,
-                    entry.target_type,
-                    entry.target_id,
-                    None if entry.before is None else Jsonb(entry.before),
-                    None if entry.after is None else Jsonb(entry.after),
-                    entry.reason,
-                    entry.rule,
-                )
-            )
+        copy.set_types(_AUDIT_TYPES)
+        for row in rows:
+            copy.write_row(row)
 
 
 def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -> None:
@@ -229,9 +229,48 @@ _FACT_COLUMNS = (
     "invalidation_reason",
     "superseded_by_id",
 )
+_FACT_TYPES = [
+    "uuid",  # id
+    "int8",  # scope_id
+    "int8",  # subject_id
+    "int8",  # predicate_id
+    "text",  # object_kind
+    "int8",  # object_ref_id
+    "text",  # object_lit
+    "text",  # object_key
+    "text",  # epistemic
+    "int8",  # source_type_id
+    "float8",  # confidence
+    "text",  # episode
+    "text",  # statement
+    "jsonb",  # evidence
+    "int4",  # author_id
+    "text",  # bucket
+    "timestamptz",  # t_valid
+    "timestamptz",  # t_invalid
+    "timestamptz",  # recorded_at
+    "timestamptz",  # last_reinforced_at
+    "timestamptz",  # invalidated_at
+    "int4",  # invalidated_by_id
+    "text",  # invalidation_kind
+    "text",  # invalidation_reason
+    "uuid",  # superseded_by_id
+]
 _COPY_FACTS = f"COPY {Fact._meta.db_table} ({', '.join(_FACT_COLUMNS)}) FROM STDIN"
 _COPY_AUDIT = (
     f"COPY {AuditEntry._meta.db_table}"
     " (at, actor_id, scope_id, action, target_type, target_id, before, after, reason, rule)"
     " FROM STDIN"
 )
+_AUDIT_TYPES = [
+    "timestamptz",
+    "int4",
+    "int8",
+    "text",
+    "text",
+    "text",
+    "jsonb",
+    "jsonb",
+    "text",
+    "text",
+]
