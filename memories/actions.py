@@ -14,7 +14,8 @@ take different locks and never wait for each other.
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -58,16 +59,19 @@ from memories.normalize import value_key
 from memories.roles import is_steward_of
 
 
-def _hot_cursor() -> psycopg.Cursor:
+@contextmanager
+def _hot_cursor() -> Iterator[psycopg.Cursor]:
     """A server-binding cursor on Django's own connection, for the write path's hot queries.
 
-    psycopg prepares a statement once it has run a few times on a connection,
-    so PostgreSQL plans each of these queries once per connection instead of
-    on every assertion (Django's cursors bind on the client and are planned
-    every time). Same connection, so same transaction as the ORM around it.
+    psycopg prepares a statement that is executed with ``prepare=True``, so
+    PostgreSQL plans each of these queries once per connection instead of on
+    every assertion (Django's cursors bind on the client and are planned every
+    time). Same connection, so same transaction as the ORM around it; errors
+    arrive as Django's database exceptions, like any other query's.
     """
     connection.ensure_connection()
-    return psycopg.Cursor(connection.connection)
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
 
 
 # --- vocabulary -----------------------------------------------------------------
@@ -578,6 +582,9 @@ def _standing_facts(
         "SELECT id, predicate_id, object_kind, object_key, epistemic, source_type_id,"
         " confidence, t_valid, t_invalid, evidence"
         f" FROM {Fact._meta.db_table} WHERE {where} AND ({' OR '.join(conditions)})"
+        # A stable order: candidates and superseded facts are listed (and
+        # audited) by recorded time, the same order the batch import uses.
+        " ORDER BY recorded_at, id"
     )
     # Lock first, then read: PostgreSQL takes the read's snapshot when the
     # read starts, after the lock is granted, so it sees what the previous

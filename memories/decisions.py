@@ -251,7 +251,12 @@ def parse_time(value: Any, field: str) -> datetime | None:
         raise Rejected(field, f"must be an ISO 8601 time, not {value!r}")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed
+    try:
+        # Stored and compared in UTC; a time at the edge of the calendar can
+        # fall outside it once its offset is applied.
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise Rejected(field, f"is outside the range of times: {value!r}") from None
 
 
 def parse_evidence(value: Any, field: str) -> tuple[Evidence, ...]:

@@ -380,6 +380,7 @@ VALID = {
         ({"object": "x" * 2001}, "object"),
         ({"t_valid": "last tuesday"}, "t_valid"),
         ({"t_invalid": "2026-13-01"}, "t_invalid"),
+        ({"t_valid": "0001-01-01T00:00:00+05:00"}, "t_valid"),
         ({"t_valid": "2026-05-01T00:00:00Z", "t_invalid": "2026-04-01T00:00:00Z"}, "t_invalid"),
         ({"t_valid": "2026-05-01T00:00:00Z", "t_invalid": "2026-05-01T00:00:00Z"}, "t_invalid"),
         ({"t_invalid": "2020-01-01T00:00:00Z"}, "t_invalid"),
