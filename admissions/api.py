@@ -19,8 +19,8 @@ from admissions import status as fold
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record
 from admissions.selectors import fact_status, recall, share_percent
-from memories.actions import readable_fact
 from memories.api import Admission, AdmissionGate, caller, keyset_page, present_assert
+from memories.lookups import readable_fact
 from memories.models import Bucket, Fact
 from memories.schemas import (
     READ_ERRORS,

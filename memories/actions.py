@@ -13,16 +13,12 @@ take different locks and never wait for each other.
 """
 
 import json
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 from uuid import UUID
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -32,313 +28,34 @@ from memories.audit import fact_state, record_audit
 from memories.decisions import (
     Assertion,
     Evidence,
-    PredicateSpec,
     Rejected,
-    SourceSpec,
     StandingFact,
-    Vocabulary,
 )
 from memories.errors import Forbidden, NotFound, StateConflict
+from memories.lookups import (
+    get_or_create_entity,
+    hot_cursor,
+    readable_fact,
+    scope_and_subject,
+    visible_conflict,
+)
 from memories.models import (
     Bucket,
     Conflict,
     ConflictMember,
     Entity,
-    EntityMerge,
     Fact,
     InvalidationKind,
     MemberRole,
     ObjectKind,
     Outcome,
-    Predicate,
     Resolution,
     Scope,
-    SourceType,
 )
 from memories.normalize import value_key
 from memories.roles import is_steward_of
-
-
-@contextmanager
-def _hot_cursor() -> Iterator[psycopg.Cursor]:
-    """A server-binding cursor on Django's own connection, for the write path's hot queries.
-
-    psycopg prepares a statement that is executed with ``prepare=True``, so
-    PostgreSQL plans each of these queries once per connection instead of on
-    every assertion (Django's cursors bind on the client and are planned every
-    time). Same connection, so same transaction as the ORM around it; errors
-    arrive as Django's database exceptions, like any other query's.
-    """
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        yield cursor
-
-
-# --- vocabulary -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoadedVocabulary:
-    """The pure vocabulary plus the rows the shell needs to write facts."""
-
-    spec: Vocabulary
-    predicates: Mapping[str, Predicate]
-    sources: Mapping[str, SourceType]
-
-    @cached_property
-    def predicate_names(self) -> Mapping[int, str]:
-        return {row.pk: name for name, row in self.predicates.items()}
-
-    @cached_property
-    def source_names(self) -> Mapping[int, str]:
-        return {row.pk: name for name, row in self.sources.items()}
-
-    def knows(self, data: Mapping[str, Any]) -> bool:
-        """Whether the predicate and source type ``data`` names are in this copy."""
-        return data.get("predicate") in self.predicates and data.get("source_type") in self.sources
-
-
-# The vocabulary is read on every write but edited rarely (in the admin), so
-# each process keeps a copy for a few seconds (CLAIMGRAPH_VOCABULARY_CACHE_SECONDS,
-# 0 = always read). An admin edit clears this process's copy at once; other
-# processes see it when their copy expires. A name missing from the copy
-# forces a fresh read, so a new predicate is usable immediately.
-_vocabulary_cache: tuple[float, LoadedVocabulary] | None = None
-
-
-def forget_vocabulary() -> None:
-    global _vocabulary_cache
-    _vocabulary_cache = None
-
-
-def load_vocabulary(data: Mapping[str, Any] | None = None) -> LoadedVocabulary:
-    global _vocabulary_cache
-    lifetime = settings.CLAIMGRAPH_VOCABULARY_CACHE_SECONDS
-    cached = _vocabulary_cache
-    if (
-        cached is not None
-        and time.monotonic() - cached[0] < lifetime
-        and (data is None or cached[1].knows(data))
-    ):
-        return cached[1]
-    predicates = {p.name: p for p in Predicate.objects.all()}
-    sources = {s.name: s for s in SourceType.objects.all()}
-    vocabulary = LoadedVocabulary(
-        spec=Vocabulary(
-            predicates={
-                name: PredicateSpec(
-                    name=name,
-                    cardinality=p.cardinality,  # type: ignore[arg-type]
-                    default_epistemic=p.default_epistemic,
-                    policy=p.policy,  # type: ignore[arg-type]
-                    exclusion_group=p.exclusion_group,
-                    event_like=p.event_like,
-                )
-                for name, p in predicates.items()
-            },
-            sources={
-                name: SourceSpec(
-                    name=name,
-                    trust_rank=s.trust_rank,
-                    confidence_ceiling=s.confidence_ceiling,
-                    decays=s.decays,
-                )
-                for name, s in sources.items()
-            },
-        ),
-        predicates=predicates,
-        sources=sources,
-    )
-    _vocabulary_cache = (time.monotonic(), vocabulary)
-    return vocabulary
-
-
-# --- lookups ----------------------------------------------------------------------
-
-
-def writable_scope(actor, name: str) -> Scope:
-    """The scope ``actor`` may write, by name; absent and forbidden answer alike.
-
-    Members are the common case and cost one query; stewards who are not
-    members are checked only when that finds nothing.
-    """
-    if not actor.is_authenticated or not actor.is_active:
-        raise NotFound("scope")
-    with _hot_cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.id, s.name, s.description, s.created_at FROM {Scope._meta.db_table} s"
-            f" JOIN {Scope.members.through._meta.db_table} m ON m.scope_id = s.id"
-            " WHERE s.name = %s AND m.user_id = %s",
-            [name, actor.pk],
-            prepare=True,
-        )
-        row = cursor.fetchone()
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3]) if row else None
-    if scope is None:
-        scope = Scope.objects.filter(name=name).first()
-        if scope is None or not is_steward_of(actor, scope):
-            raise NotFound("scope")
-    return scope
-
-
-def readable_fact(actor, fact_id: UUID | str) -> Fact:
-    """A fact ``actor`` may read; anything else is :class:`NotFound`."""
-    try:
-        fact_uuid = UUID(str(fact_id))
-    except ValueError:
-        raise NotFound("fact") from None
-    fact = Fact.objects.readable_by(actor).for_display().filter(pk=fact_uuid).first()
-    if fact is None:
-        raise NotFound("fact")
-    return fact
-
-
-def find_entity(scope: Scope, name: str) -> Entity | None:
-    """The entity named ``name`` (or with it as an alias) in ``scope``, if any."""
-    return _find_entity(scope, value_key(name))
-
-
-def _find_entity(scope: Scope, key: str) -> Entity | None:
-    # An exact name wins over an alias, so the lookup is deterministic when
-    # one entity's name is another's alias. An entity a steward merged into
-    # another answers as that other one (memories.merges); following the
-    # merge costs a second query only while a merge of it is in force.
-    # Raw SQL because this runs on every assertion: by key through the unique
-    # index, and by alias through the GIN index only when the key finds nothing.
-    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
-    with _hot_cursor() as cursor:
-        cursor.execute(
-            select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
-        )
-        row = cursor.fetchone()
-        if row is None:
-            cursor.execute(
-                select
-                + " WHERE e.scope_id = %s AND e.alias_keys @> ARRAY[%s]::varchar[]"
-                + " ORDER BY e.id LIMIT 1",
-                [scope.pk, key],
-                prepare=True,
-            )
-            row = cursor.fetchone()
-    return _entity_from_row(row)
-
-
-# The columns of an entity row ``e``, and the entity it is merged into while
-# a steward's merge of it is in force (memories.merges), or NULL.
-_ENTITY_COLUMNS = f"""
-    e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-    (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
-      WHERE m.entity_id = e.id AND m.undoes_id IS NULL
-        AND NOT EXISTS (
-            SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
-      ORDER BY m.at, m.id LIMIT 1)
-"""
-
-
-def _entity_from_row(row: Sequence[Any] | None) -> Entity | None:
-    if row is None or row[0] is None:
-        return None
-    *fields, merged_into = row
-    if merged_into is not None:
-        return Entity.objects.get(pk=merged_into)
-    return Entity(*fields)
-
-
-def _scope_and_subject(actor, scope_name: str, subject_name: str) -> tuple[Scope, Entity | None]:
-    """The writable scope and, when it exists by name, the subject: one round trip.
-
-    The common case of every assertion (a member writing about a known
-    subject) in one statement. The entity columns come back only when the
-    membership join holds, so nothing is read for a caller who may not
-    write. Anything else falls back to ``writable_scope`` (stewards who are
-    not members) and to the full lookup by alias (``get_or_create_entity``).
-    """
-    with _hot_cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.id, s.name, s.description, s.created_at, {_ENTITY_COLUMNS}"
-            f" FROM {Scope._meta.db_table} s"
-            f" JOIN {Scope.members.through._meta.db_table} sm"
-            "   ON sm.scope_id = s.id AND sm.user_id = %s"
-            f" LEFT JOIN {Entity._meta.db_table} e ON e.scope_id = s.id AND e.key = %s"
-            " WHERE s.name = %s",
-            [actor.pk, value_key(subject_name), scope_name],
-            prepare=True,
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return writable_scope(actor, scope_name), None
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
-    return scope, _entity_from_row(row[4:])
-
-
-def get_or_create_entity(scope: Scope, name: str) -> Entity:
-    """Find by name or alias, else create, safely under concurrent writers.
-
-    ``INSERT … ON CONFLICT DO NOTHING`` waits for a concurrent transaction
-    inserting the same key and then yields to it, so sixteen writers naming a
-    new entity at once end with one row.
-    """
-    key = value_key(name)
-    found = _find_entity(scope, key)
-    if found is not None:
-        return found
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {Entity._meta.db_table}
-                (scope_id, name, key, type, aliases, alias_keys, created_at)
-            VALUES (%s, %s, %s, '', '{{}}', '{{}}', now())
-            ON CONFLICT (scope_id, key) DO NOTHING
-            """,
-            [scope.pk, name.strip(), key],
-        )
-    # Through the lookup, not a plain get: the row we yielded to may have
-    # been merged into another entity since.
-    found = _find_entity(scope, key)
-    assert found is not None, "an entity row, once inserted, is never deleted"
-    return found
-
-
-_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
-
-
-def slot_key(scope_id: int, subject_id: int, slot_name: str) -> str:
-    """The name of a slot's advisory lock (hashed to the lock's 64-bit id by PostgreSQL)."""
-    return f"claimgraph:slot:{scope_id}:{subject_id}:{slot_name}"
-
-
-def _lock_slot(scope_id: int, subject_id: int, slot_name: str) -> None:
-    with _hot_cursor() as cursor:
-        cursor.execute(_LOCK_SQL, [slot_key(scope_id, subject_id, slot_name)], prepare=True)
-
-
-def lock_slots(slots: Iterable[tuple[int, int, str]]) -> None:
-    """Take many slot locks in one statement (batch import, withdrawal).
-
-    Locks are taken in the order of their lock ids, the same for every
-    caller, so two transactions locking overlapping sets can never each hold
-    what the other waits for. (PostgreSQL evaluates a volatile function in
-    the select list after the ORDER BY.) Single-slot writers take one lock and
-    cannot take part in such a cycle.
-    """
-    keys = sorted({slot_key(scope, subject, name) for scope, subject, name in slots})
-    if not keys:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(lock_id) FROM"
-            " (SELECT DISTINCT hashtextextended(key, 0) AS lock_id FROM unnest(%s::text[]) AS key)"
-            " AS wanted ORDER BY lock_id",
-            [keys],
-        )
-
-
-def lock_fact_slot(fact: Fact) -> None:
-    """Take the slot lock of an existing fact (for actions that end or re-point it)."""
-    group = fact.predicate.exclusion_group
-    slot = f"group:{group}" if group else f"predicate:{fact.predicate.name}"
-    _lock_slot(fact.scope_id, fact.subject_id, slot)
-
+from memories.slots import LOCK_SQL, lock_fact_slot, lock_slot, slot_key
+from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 # --- assert -----------------------------------------------------------------------
 
@@ -375,7 +92,7 @@ def assert_fact(
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("scope")
     with transaction.atomic():
-        scope, subject = _scope_and_subject(actor, assertion.scope, assertion.subject)
+        scope, subject = scope_and_subject(actor, assertion.scope, assertion.subject)
         return _assert_in_scope(actor, scope, assertion, vocab, now, subject=subject)
 
 
@@ -589,8 +306,8 @@ def _standing_facts(
     # Lock first, then read: PostgreSQL takes the read's snapshot when the
     # read starts, after the lock is granted, so it sees what the previous
     # holder of the lock committed.
-    with _hot_cursor() as cursor:
-        cursor.execute(_LOCK_SQL, [slot_lock_key], prepare=True)
+    with hot_cursor() as cursor:
+        cursor.execute(LOCK_SQL, [slot_lock_key], prepare=True)
         cursor.execute(read, params, prepare=True)
         rows = cursor.fetchall()
     return [
@@ -636,7 +353,7 @@ def _insert_fact(fact: Fact) -> None:
             f" VALUES ({', '.join(['%s'] * len(fields))})",
         )
     values = [f.get_db_prep_save(getattr(fact, f.attname), connection) for f in fields]
-    with _hot_cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(sql, values, prepare=True)
     fact._state.adding = False
     fact._state.db = connection.alias
@@ -727,7 +444,7 @@ def invalidate_fact(
     fact = readable_fact(actor, fact_id)
     if not may_end(actor, fact):
         raise Forbidden("only the fact's author or a steward may invalidate it")
-    reason = _required_reason(reason, "reason")
+    reason = required_reason(reason, "reason")
     with transaction.atomic():
         lock_fact_slot(fact)
         now = now or timezone.now()
@@ -754,7 +471,7 @@ def invalidate_fact(
     return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
 
 
-def _required_reason(value: Any, field_name: str) -> str:
+def required_reason(value: Any, field_name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Rejected(field_name, "is required: say why")
     if "\x00" in value or len(value) > 5_000:
@@ -763,21 +480,6 @@ def _required_reason(value: Any, field_name: str) -> str:
 
 
 # --- conflicts --------------------------------------------------------------------
-
-
-def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
-    try:
-        conflict_uuid = UUID(str(conflict_id))
-    except ValueError:
-        raise NotFound("conflict") from None
-    conflict = (
-        Conflict.objects.filter(pk=conflict_uuid, scope__in=Scope.objects.visible_to(actor))
-        .select_related("scope", "subject", "predicate")
-        .first()
-    )
-    if conflict is None:
-        raise NotFound("conflict")
-    return conflict
 
 
 def may_resolve(actor, conflict: Conflict) -> bool:
@@ -814,7 +516,7 @@ def resolve_conflict(
         raise Forbidden("only a steward of the scope may resolve this conflict")
     if action not in RESOLVE_ACTIONS:
         raise Rejected("action", f"must be one of {', '.join(RESOLVE_ACTIONS)}")
-    reason = _required_reason(reason, "reason")
+    reason = required_reason(reason, "reason")
     try:
         keep_ids = {UUID(str(fact_id)) for fact_id in keep}
     except ValueError:
@@ -827,7 +529,7 @@ def resolve_conflict(
     with transaction.atomic():
         group = conflict.predicate.exclusion_group
         slot = f"group:{group}" if group else f"predicate:{conflict.predicate.name}"
-        _lock_slot(conflict.scope_id, conflict.subject_id, slot)
+        lock_slot(conflict.scope_id, conflict.subject_id, slot)
         now = now or timezone.now()
         conflict = Conflict.objects.select_for_update().get(pk=conflict.pk)
         if not conflict.is_open:

@@ -9,7 +9,6 @@ bypass the rules every other write obeys.
 from django.contrib import admin
 from guardian.admin import GuardedModelAdmin
 
-from memories.actions import forget_vocabulary
 from memories.models import (
     Conflict,
     ConflictMember,
@@ -20,6 +19,7 @@ from memories.models import (
     Scope,
     SourceType,
 )
+from memories.vocabulary import forget_vocabulary
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

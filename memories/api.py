@@ -31,13 +31,13 @@ from memories.actions import (
     AssertResult,
     assert_fact,
     invalidate_fact,
-    readable_fact,
     record_outcome,
     resolve_conflict,
 )
 from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
+from memories.lookups import readable_fact
 from memories.models import Conflict, ConflictMember, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.schemas import (

@@ -20,7 +20,6 @@ from django.conf import settings
 
 from memories import batch_writes as writes
 from memories import decisions
-from memories.actions import LoadedVocabulary
 from memories.batch_writes import server_cursor
 from memories.decisions import Assertion, Evidence, StandingFact
 from memories.models import (
@@ -31,6 +30,7 @@ from memories.models import (
     Resolution,
     Scope,
 )
+from memories.vocabulary import LoadedVocabulary
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, NamedTuple
 import psycopg
 from django.db import connection
 
-from memories.actions import LoadedVocabulary
 from memories.decisions import Evidence
 from memories.models import (
     AuditEntry,
@@ -27,6 +26,7 @@ from memories.models import (
     MemberRole,
     Resolution,
 )
+from memories.vocabulary import LoadedVocabulary
 
 if TYPE_CHECKING:
     from memories.batch import ConflictState, FactState

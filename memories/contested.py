@@ -14,7 +14,7 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from memories.actions import find_entity
+from memories.lookups import find_entity
 from memories.models import Bucket, ConflictMember, Fact, Predicate, Scope
 
 # A whole-scope query on a store under attack could dispute thousands of

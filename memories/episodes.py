@@ -31,7 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories import decisions
-from memories.actions import close_moot_conflicts, load_vocabulary, lock_slots
+from memories.actions import close_moot_conflicts
 from memories.audit import fact_state, record_audit
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import (
@@ -43,6 +43,8 @@ from memories.models import (
     Withdrawal,
 )
 from memories.roles import is_steward_of
+from memories.slots import lock_slots
+from memories.vocabulary import load_vocabulary
 
 MAX_EPISODE_LENGTH = 200
 MAX_REASON_LENGTH = 5_000

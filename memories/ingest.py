@@ -46,17 +46,12 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from memories import decisions
-from memories.actions import (
-    LoadedVocabulary,
-    assert_fact,
-    load_vocabulary,
-    lock_slots,
-    writable_scope,
-)
+from memories.actions import assert_fact
 from memories.batch import Line, LineOutcome, decide_and_write, rejected
 from memories.batch_writes import server_cursor
 from memories.decisions import Rejected
 from memories.errors import NotFound
+from memories.lookups import writable_scope
 from memories.models import (
     Entity,
     EntityMerge,
@@ -65,6 +60,8 @@ from memories.models import (
     Scope,
 )
 from memories.normalize import value_key
+from memories.slots import lock_slots
+from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 BATCH_SIZE = 1_000
 TICK = timedelta(microseconds=1)

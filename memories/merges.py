@@ -3,7 +3,7 @@
 A merge is a record, never an edit: ``EntityMerge`` rows are only inserted. A
 merge is *active* while no later record names it in ``undoes``; undoing it
 inserts that later record. While a merge is active the write path's entity
-lookup (``memories.actions._find_entity``) answers with the entity merged
+lookup (``memories.lookups._find_entity``) answers with the entity merged
 *into*, so new writes naming either spelling land on one slot. Facts already
 written keep the subject they were written with: history is never rewritten,
 which is also what makes a merge cheap to undo.
@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memories.actions import _required_reason
+from memories.actions import required_reason
 from memories.audit import record_audit
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Entity, EntityMerge, Scope
@@ -68,7 +68,7 @@ def merge_entities(
         raise Rejected("into", "entities of different scopes are never merged")
     if into.pk == entity.pk:
         raise Rejected("into", "an entity cannot be merged into itself")
-    reason = _required_reason(reason, "reason")
+    reason = required_reason(reason, "reason")
 
     with transaction.atomic():
         # Lock both rows in id order: two stewards merging the same pair in
@@ -123,7 +123,7 @@ def undo_merge(
         raise NotFound("merge")
     if not is_steward_of(actor, merge.scope):
         raise Forbidden("only a steward of the scope may undo a merge")
-    reason = _required_reason(reason, "reason")
+    reason = required_reason(reason, "reason")
 
     with transaction.atomic():
         Entity.objects.select_for_update().get(pk=merge.entity_id)

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from memories.actions import find_entity
+from memories.lookups import find_entity
 from memories.models import Bucket, Fact, Predicate, Scope
 
 

@@ -24,13 +24,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from memories.actions import load_vocabulary
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
 from memories.merges import active_merges, merge_entities, undo_merge
 from memories.models import AuditEntry, Entity, EntityMerge, Fact, Predicate, Scope, SourceType
 from memories.normalize import value_key
 from memories.roles import is_global_steward, steward_scope_ids
+from memories.vocabulary import load_vocabulary
 
 # --- shared plumbing ----------------------------------------------------------------
 

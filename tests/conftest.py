@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from guardian.shortcuts import assign_perm
 
-from memories.actions import forget_vocabulary
 from memories.models import Scope
 from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
+from memories.vocabulary import forget_vocabulary
 
 
 def at(text: str) -> datetime:

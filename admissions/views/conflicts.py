@@ -19,10 +19,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from admissions.views.facts import admission_statuses
 from memories import timeline
-from memories.actions import load_vocabulary, may_resolve, resolve_conflict, visible_conflict
+from memories.actions import may_resolve, resolve_conflict
 from memories.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
 from memories.forms import ConflictFilterForm, ResolveForm
+from memories.lookups import visible_conflict
 from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate, Scope
 from memories.views import (
     add_rejection,
@@ -32,6 +33,7 @@ from memories.views import (
     paginate,
     refusals,
 )
+from memories.vocabulary import load_vocabulary
 
 SLOT_HISTORY_LIMIT = 60
 

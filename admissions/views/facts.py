@@ -28,8 +28,9 @@ from admissions.selectors import (
     recall,
     with_admission_status,
 )
-from memories.actions import may_end, readable_fact
+from memories.actions import may_end
 from memories.errors import NotFound, Rejected
+from memories.lookups import readable_fact
 from memories.merges import merge_target_id, visible_entity
 from memories.models import Bucket, ConflictMember, Fact, Scope
 from memories.normalize import value_key

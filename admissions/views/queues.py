@@ -15,8 +15,8 @@ from admissions.actions import record_verdict
 from admissions.forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
-from memories.actions import readable_fact
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.lookups import readable_fact
 from memories.models import Bucket, Conflict, Fact, Scope
 from memories.views import (
     fill_small_relations,

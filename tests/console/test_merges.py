@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from memories.actions import find_entity
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.lookups import find_entity
 from memories.merges import active_merges, merge_entities, undo_merge
 from memories.models import AuditEntry, Entity, EntityMerge
 from tests.console.conftest import write

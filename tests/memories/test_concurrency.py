@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, connections, transaction
 
-from memories.actions import _lock_slot, assert_fact
+from memories.actions import assert_fact
 from memories.models import Entity, Fact
+from memories.slots import lock_slot
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -92,7 +93,7 @@ def test_writers_on_different_slots_do_not_wait_for_each_other(member, scope):
     def hold_the_lock():
         try:
             with transaction.atomic():
-                _lock_slot(scope.pk, subject.pk, "predicate:core/has-version")
+                lock_slot(scope.pk, subject.pk, "predicate:core/has-version")
                 held.set()
                 release.wait(timeout=30)
         finally:

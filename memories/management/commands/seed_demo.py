@@ -17,13 +17,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
-from memories.actions import (
-    assert_fact,
-    find_entity,
-    invalidate_fact,
-    record_outcome,
-    resolve_conflict,
-)
+from memories.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
+from memories.lookups import find_entity
 from memories.merges import merge_entities
 from memories.models import Scope
 from memories.roles import STEWARDS_GROUP

@@ -1,0 +1,192 @@
+"""Lookups that authorize before they read, and entity resolution.
+
+Every face and action finds the rows it names through these helpers, which
+filter by what the caller may see in the query itself: anything outside it
+answers exactly as a missing row does (``NotFound``).
+"""
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from django.db import connection
+
+from memories.errors import NotFound
+from memories.models import Conflict, Entity, EntityMerge, Fact, Scope
+from memories.normalize import value_key
+from memories.roles import is_steward_of
+
+
+@contextmanager
+def hot_cursor() -> Iterator[psycopg.Cursor]:
+    """A server-binding cursor on Django's own connection, for the write path's hot queries.
+
+    psycopg prepares a statement that is executed with ``prepare=True``, so
+    PostgreSQL plans each of these queries once per connection instead of on
+    every assertion (Django's cursors bind on the client and are planned every
+    time). Same connection, so same transaction as the ORM around it; errors
+    arrive as Django's database exceptions, like any other query's.
+    """
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+def writable_scope(actor, name: str) -> Scope:
+    """The scope ``actor`` may write, by name; absent and forbidden answer alike.
+
+    Members are the common case and cost one query; stewards who are not
+    members are checked only when that finds nothing.
+    """
+    if not actor.is_authenticated or not actor.is_active:
+        raise NotFound("scope")
+    with hot_cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, s.name, s.description, s.created_at FROM {Scope._meta.db_table} s"
+            f" JOIN {Scope.members.through._meta.db_table} m ON m.scope_id = s.id"
+            " WHERE s.name = %s AND m.user_id = %s",
+            [name, actor.pk],
+            prepare=True,
+        )
+        row = cursor.fetchone()
+    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3]) if row else None
+    if scope is None:
+        scope = Scope.objects.filter(name=name).first()
+        if scope is None or not is_steward_of(actor, scope):
+            raise NotFound("scope")
+    return scope
+
+
+def readable_fact(actor, fact_id: UUID | str) -> Fact:
+    """A fact ``actor`` may read; anything else is :class:`NotFound`."""
+    try:
+        fact_uuid = UUID(str(fact_id))
+    except ValueError:
+        raise NotFound("fact") from None
+    fact = Fact.objects.readable_by(actor).for_display().filter(pk=fact_uuid).first()
+    if fact is None:
+        raise NotFound("fact")
+    return fact
+
+
+def find_entity(scope: Scope, name: str) -> Entity | None:
+    """The entity named ``name`` (or with it as an alias) in ``scope``, if any."""
+    return _find_entity(scope, value_key(name))
+
+
+def _find_entity(scope: Scope, key: str) -> Entity | None:
+    # An exact name wins over an alias, so the lookup is deterministic when
+    # one entity's name is another's alias. An entity a steward merged into
+    # another answers as that other one (memories.merges); following the
+    # merge costs a second query only while a merge of it is in force.
+    # Raw SQL because this runs on every assertion: by key through the unique
+    # index, and by alias through the GIN index only when the key finds nothing.
+    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
+    with hot_cursor() as cursor:
+        cursor.execute(
+            select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
+        )
+        row = cursor.fetchone()
+        if row is None:
+            cursor.execute(
+                select
+                + " WHERE e.scope_id = %s AND e.alias_keys @> ARRAY[%s]::varchar[]"
+                + " ORDER BY e.id LIMIT 1",
+                [scope.pk, key],
+                prepare=True,
+            )
+            row = cursor.fetchone()
+    return _entity_from_row(row)
+
+
+# The columns of an entity row ``e``, and the entity it is merged into while
+# a steward's merge of it is in force (memories.merges), or NULL.
+_ENTITY_COLUMNS = f"""
+    e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+    (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
+      WHERE m.entity_id = e.id AND m.undoes_id IS NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
+      ORDER BY m.at, m.id LIMIT 1)
+"""
+
+
+def _entity_from_row(row: Sequence[Any] | None) -> Entity | None:
+    if row is None or row[0] is None:
+        return None
+    *fields, merged_into = row
+    if merged_into is not None:
+        return Entity.objects.get(pk=merged_into)
+    return Entity(*fields)
+
+
+def scope_and_subject(actor, scope_name: str, subject_name: str) -> tuple[Scope, Entity | None]:
+    """The writable scope and, when it exists by name, the subject: one round trip.
+
+    The common case of every assertion (a member writing about a known
+    subject) in one statement. The entity columns come back only when the
+    membership join holds, so nothing is read for a caller who may not
+    write. Anything else falls back to ``writable_scope`` (stewards who are
+    not members) and to the full lookup by alias (``get_or_create_entity``).
+    """
+    with hot_cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.id, s.name, s.description, s.created_at, {_ENTITY_COLUMNS}"
+            f" FROM {Scope._meta.db_table} s"
+            f" JOIN {Scope.members.through._meta.db_table} sm"
+            "   ON sm.scope_id = s.id AND sm.user_id = %s"
+            f" LEFT JOIN {Entity._meta.db_table} e ON e.scope_id = s.id AND e.key = %s"
+            " WHERE s.name = %s",
+            [actor.pk, value_key(subject_name), scope_name],
+            prepare=True,
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return writable_scope(actor, scope_name), None
+    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
+    return scope, _entity_from_row(row[4:])
+
+
+def get_or_create_entity(scope: Scope, name: str) -> Entity:
+    """Find by name or alias, else create, safely under concurrent writers.
+
+    ``INSERT … ON CONFLICT DO NOTHING`` waits for a concurrent transaction
+    inserting the same key and then yields to it, so sixteen writers naming a
+    new entity at once end with one row.
+    """
+    key = value_key(name)
+    found = _find_entity(scope, key)
+    if found is not None:
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Entity._meta.db_table}
+                (scope_id, name, key, type, aliases, alias_keys, created_at)
+            VALUES (%s, %s, %s, '', '{{}}', '{{}}', now())
+            ON CONFLICT (scope_id, key) DO NOTHING
+            """,
+            [scope.pk, name.strip(), key],
+        )
+    # Through the lookup, not a plain get: the row we yielded to may have
+    # been merged into another entity since.
+    found = _find_entity(scope, key)
+    assert found is not None, "an entity row, once inserted, is never deleted"
+    return found
+
+
+def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
+    try:
+        conflict_uuid = UUID(str(conflict_id))
+    except ValueError:
+        raise NotFound("conflict") from None
+    conflict = (
+        Conflict.objects.filter(pk=conflict_uuid, scope__in=Scope.objects.visible_to(actor))
+        .select_related("scope", "subject", "predicate")
+        .first()
+    )
+    if conflict is None:
+        raise NotFound("conflict")
+    return conflict
