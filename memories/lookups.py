@@ -83,7 +83,7 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
     # merge costs a second query only while a merge of it is in force.
     # Raw SQL because this runs on every assertion: by key through the unique
     # index, and by alias through the GIN index only when the key finds nothing.
-    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
+    select = f"SELECT {ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
     with hot_cursor() as cursor:
         cursor.execute(
             select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
@@ -98,12 +98,12 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
                 prepare=True,
             )
             row = cursor.fetchone()
-    return _entity_from_row(row)
+    return entity_from_row(row)
 
 
 # The columns of an entity row ``e``, and the entity it is merged into while
 # a steward's merge of it is in force (memories.merges), or NULL.
-_ENTITY_COLUMNS = f"""
+ENTITY_COLUMNS = f"""
     e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
     (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
       WHERE m.entity_id = e.id AND m.undoes_id IS NULL
@@ -113,40 +113,13 @@ _ENTITY_COLUMNS = f"""
 """
 
 
-def _entity_from_row(row: Sequence[Any] | None) -> Entity | None:
+def entity_from_row(row: Sequence[Any] | None) -> Entity | None:
     if row is None or row[0] is None:
         return None
     *fields, merged_into = row
     if merged_into is not None:
         return Entity.objects.get(pk=merged_into)
     return Entity(*fields)
-
-
-def scope_and_subject(actor, scope_name: str, subject_name: str) -> tuple[Scope, Entity | None]:
-    """The writable scope and, when it exists by name, the subject: one round trip.
-
-    The common case of every assertion (a member writing about a known
-    subject) in one statement. The entity columns come back only when the
-    membership join holds, so nothing is read for a caller who may not
-    write. Anything else falls back to ``writable_scope`` (stewards who are
-    not members) and to the full lookup by alias (``get_or_create_entity``).
-    """
-    with hot_cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.id, s.name, s.description, s.created_at, {_ENTITY_COLUMNS}"
-            f" FROM {Scope._meta.db_table} s"
-            f" JOIN {Scope.members.through._meta.db_table} sm"
-            "   ON sm.scope_id = s.id AND sm.user_id = %s"
-            f" LEFT JOIN {Entity._meta.db_table} e ON e.scope_id = s.id AND e.key = %s"
-            " WHERE s.name = %s",
-            [actor.pk, value_key(subject_name), scope_name],
-            prepare=True,
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return writable_scope(actor, scope_name), None
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
-    return scope, _entity_from_row(row[4:])
 
 
 def get_or_create_entity(scope: Scope, name: str) -> Entity:
