@@ -18,7 +18,7 @@ class ConsoleContext:
         """A steward somewhere: globally, or of at least one scope (shows steward pages)."""
         if not self.user.is_authenticated or not self.user.is_active:
             return False
-        return is_global_steward(self.user) or steward_scope_ids(self.user).exists()
+        return is_global_steward(self.user) or bool(steward_scope_ids(self.user))
 
 
 def console(request: HttpRequest) -> dict[str, ConsoleContext]:

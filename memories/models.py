@@ -52,13 +52,10 @@ class ScopeQuerySet(models.QuerySet["Scope"]):
 
         An inactive or anonymous account sees nothing.
         """
-        from memories.roles import is_global_steward, steward_scope_ids
+        from memories.roles import readable_scope_ids
 
-        if not user.is_authenticated or not user.is_active:
-            return self.none()
-        if is_global_steward(user):
-            return self.all()
-        return self.filter(Q(members=user) | Q(pk__in=steward_scope_ids(user))).distinct()
+        ids = readable_scope_ids(user)
+        return self.all() if ids is None else self.filter(pk__in=ids)
 
 
 class Scope(models.Model):
@@ -192,15 +189,14 @@ class FactQuerySet(models.QuerySet["Fact"]):
 
     def readable_by(self, user) -> "FactQuerySet":
         """Facts in the user's scopes; a ``user`` bucket fact only for its author or a steward."""
-        from memories.roles import is_global_steward, steward_scope_ids
+        from memories.roles import readable_scope_ids, steward_scope_ids
 
-        if not user.is_authenticated or not user.is_active:
+        ids = readable_scope_ids(user)
+        if ids is None:  # a global steward
+            return self.all()
+        if not ids:  # signed out, deactivated, or in no scope
             return self.none()
-        scopes = Scope.objects.visible_to(user)
-        visible = self.filter(scope__in=scopes)
-        if is_global_steward(user):
-            return visible
-        return visible.filter(
+        return self.filter(scope_id__in=ids).filter(
             Q(bucket=Bucket.SYSTEM) | Q(author=user) | Q(scope_id__in=steward_scope_ids(user))
         )
 

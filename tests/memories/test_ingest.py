@@ -271,6 +271,10 @@ def test_batches_end_exactly_where_one_by_one_assertions_end(member, steward, ba
     Scope.objects.create(name="elsewhere")
     alone = Scope.objects.create(name="one-by-one")
     batched = Scope.objects.create(name="batched")
+    # Memberships first: an account's scopes are read once per user object,
+    # like Django's permission cache.
+    alone.members.add(member)
+    batched.members.add(member)
     prepare(alone, member, steward)
     prepare(batched, member, steward)
 
