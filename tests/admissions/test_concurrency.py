@@ -5,36 +5,18 @@ count A above all, which the flood cap reads) must end exactly where the fold
 of the committed records says, whatever the interleaving.
 """
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
-from django.db import connections
 
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import ScopeTally
 from admissions.selectors import fact_status, fold_as_known_at, scope_statuses
 from memories.models import Fact
 from tests.admissions.conftest import write_fact
+from tests.racing import race
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 WRITERS = 8
-
-
-def race(function, arguments):
-    """Run ``function`` once per argument, all released at the same instant."""
-    barrier = threading.Barrier(len(arguments))
-
-    def run(argument):
-        try:
-            barrier.wait()
-            return function(argument)
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
-        return list(pool.map(run, arguments))
 
 
 def assert_derived_state_matches_the_fold(scope) -> None:

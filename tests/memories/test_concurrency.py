@@ -15,25 +15,11 @@ from django.db import connection, connections, transaction
 from memories.actions import assert_fact
 from memories.models import Entity, Fact
 from memories.slots import lock_slot
+from tests.racing import race
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 WRITERS = 16
-
-
-def race(function, arguments):
-    """Run ``function`` once per argument, all released at the same instant."""
-    barrier = threading.Barrier(len(arguments))
-
-    def run(argument):
-        try:
-            barrier.wait()
-            return function(argument)
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(max_workers=len(arguments)) as pool:
-        return list(pool.map(run, arguments))
 
 
 def test_sixteen_writers_of_one_new_fact_make_one_row(member):
