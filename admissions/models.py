@@ -30,8 +30,8 @@ import uuid
 import pgtrigger
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
-from django.db.models.expressions import RawSQL
+from django.db.models import CharField, F, Func, IntegerField, Q
+from django.db.models.lookups import Exact, GreaterThan
 
 from memories.models import Fact, Scope
 
@@ -136,10 +136,17 @@ class Record(models.Model):
             models.CheckConstraint(
                 condition=Q(evidence__isnull=True)
                 | Q(
-                    RawSQL(
-                        "jsonb_typeof(evidence) = 'array' AND jsonb_array_length(evidence) > 0",
-                        [],
-                        output_field=models.BooleanField(),
+                    Exact(
+                        Func(F("evidence"), function="jsonb_typeof", output_field=CharField()),
+                        "array",
+                    ),
+                    GreaterThan(
+                        Func(
+                            F("evidence"),
+                            function="jsonb_array_length",
+                            output_field=IntegerField(),
+                        ),
+                        0,
                     ),
                     role="challenge",
                 ),
