@@ -67,3 +67,21 @@ def test_database_url_must_name_postgresql():
     result = start_settings(DJANGO_DEBUG="1", DATABASE_URL="sqlite:///db.sqlite3")
     assert result.returncode != 0
     assert "PostgreSQL" in result.stderr
+
+
+def test_production_settings_pass_the_deployment_checks():
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO_")}
+    env.update(
+        DJANGO_SECRET_KEY="a-production-like-secret-" + "x" * 50,
+        DJANGO_ALLOWED_HOSTS="claimgraph.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
