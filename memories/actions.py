@@ -21,6 +21,7 @@ from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import JSONField
 from django.utils import timezone
 
 from memories import decisions
@@ -400,7 +401,12 @@ def _standing_facts(
 
 
 def _insert_fact(fact: Fact) -> None:
-    """INSERT one fact row without the ORM's per-call compilation (the write path's hot spot)."""
+    """INSERT one fact row without the ORM's per-call compilation (the write path's hot spot).
+
+    psycopg adapts every column's Python value natively (UUID, aware datetime,
+    text, number, None); only the JSON column goes through its field's
+    preparation.
+    """
     fields = Fact._meta.concrete_fields
     sql = _INSERT_FACT_SQL.get("sql")
     if sql is None:
@@ -410,7 +416,12 @@ def _insert_fact(fact: Fact) -> None:
             f"INSERT INTO {Fact._meta.db_table} ({columns})"
             f" VALUES ({', '.join(['%s'] * len(fields))})",
         )
-    values = [f.get_db_prep_save(getattr(fact, f.attname), connection) for f in fields]
+    values = [
+        f.get_db_prep_save(getattr(fact, f.attname), connection)
+        if isinstance(f, JSONField)
+        else getattr(fact, f.attname)
+        for f in fields
+    ]
     with hot_cursor() as cursor:
         cursor.execute(sql, values, prepare=True)
     fact._state.adding = False
