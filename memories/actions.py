@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import JSONField
 from django.utils import timezone
+from psycopg.rows import dict_row
 
 from memories import decisions
 from memories.audit import fact_state, record_audit
@@ -34,7 +35,6 @@ from memories.decisions import (
 )
 from memories.errors import Forbidden, NotFound, StateConflict
 from memories.lookups import (
-    ENTITY_COLUMNS,
     entity_from_row,
     get_or_create_entity,
     hot_cursor,
@@ -95,58 +95,56 @@ def assert_fact(
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("scope")
     with transaction.atomic():
-        scope, subject, locked = _open_slot(actor, assertion, vocab)
-        return _assert_in_scope(actor, scope, assertion, vocab, now, subject=subject, locked=locked)
+        scope, subject, standing = _open_slot(actor, assertion, vocab)
+        return _assert_in_scope(
+            actor, scope, assertion, vocab, now, subject=subject, standing=standing
+        )
 
 
 def _open_slot(
     actor, assertion: Assertion, vocab: LoadedVocabulary
-) -> tuple[Scope, Entity | None, bool]:
-    """Authorize, find the subject and lock its slot, in one round trip when it can.
+) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
+    """Authorize, find the subject, lock its slot and read it: one round trip when it can.
 
     The common case of every assertion — a member writing about a subject
-    known by its name — is one statement: the scope joined to the caller's
-    membership (so nothing comes back for a caller who may not write), the
-    subject by its key, and the slot's advisory lock taken for that subject
-    as the row is produced. The standing facts are read by the *next*
-    statement, whose snapshot is taken after the lock was granted.
+    known by its name — is one call of the SQL function
+    ``claimgraph_open_slot`` (migration 0006): the scope joined to the
+    caller's membership (nothing comes back for a caller who may not write),
+    the subject by its key, the slot's advisory lock, and then, in a statement
+    of its own whose snapshot follows the lock, the slot's facts that can
+    matter.
 
     Returns the scope, the subject when found by name (else None: the caller
-    resolves it by alias or creates it) and whether the subject's slot is
-    locked. Anything else falls back to ``writable_scope`` (stewards who are
-    not members).
+    resolves it by alias or creates it), and the standing facts when the slot
+    was locked and read (else None: the caller locks and reads). A steward
+    who is not a member goes through ``writable_scope``.
     """
+    literal = assertion.object_kind == ObjectKind.LITERAL
     with hot_cursor() as cursor:
         cursor.execute(
-            f"SELECT s.id, s.name, s.description, s.created_at, {ENTITY_COLUMNS},"
-            # The function returns void; comparing its text form makes a
-            # boolean that PostgreSQL must compute (inside EXISTS it would
-            # never call it).
-            "  CASE WHEN e.id IS NULL THEN false ELSE pg_advisory_xact_lock("
-            "    hashtextextended('claimgraph:slot:' || s.id || ':' || e.id || ':' || %s, 0)"
-            "  )::text = '' END"
-            f" FROM {Scope._meta.db_table} s"
-            f" JOIN {Scope.members.through._meta.db_table} sm"
-            "   ON sm.scope_id = s.id AND sm.user_id = %s"
-            f" LEFT JOIN {Entity._meta.db_table} e ON e.scope_id = s.id AND e.key = %s"
-            " WHERE s.name = %s",
+            "SELECT * FROM claimgraph_open_slot(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
-                vocab.spec.slot_name(assertion.predicate),
                 actor.pk,
-                value_key(assertion.subject),
                 assertion.scope,
+                value_key(assertion.subject),
+                vocab.spec.slot_name(assertion.predicate),
+                *_slot_read_arguments(
+                    actor, assertion, vocab, value_key(assertion.object) if literal else None
+                ),
             ],
             prepare=True,
         )
         row = cursor.fetchone()
     if row is None:
-        return writable_scope(actor, assertion.scope), None, False
+        return writable_scope(actor, assertion.scope), None, None
     scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
-    *entity_row, locked = row[4:]
+    *entity_row, standing = row[4:]
     subject = entity_from_row(entity_row)
-    # A subject merged into another entity answers as that entity, whose slot
-    # is the one to lock (the lock taken was on the merged-away row's slot).
-    return scope, subject, bool(locked) and subject is not None and subject.pk == entity_row[0]
+    if standing is None:
+        return scope, subject, None
+    if isinstance(standing, str):
+        standing = json.loads(standing)
+    return scope, subject, [_standing_fact(vocab, fact) for fact in standing]
 
 
 def _assert_in_scope(
@@ -157,7 +155,7 @@ def _assert_in_scope(
     now: datetime | None,
     *,
     subject: Entity | None = None,
-    locked: bool = False,
+    standing: list[StandingFact] | None = None,
 ) -> AssertResult:
     subject = subject or get_or_create_entity(scope, assertion.subject)
     object_ref = None
@@ -167,19 +165,8 @@ def _assert_in_scope(
     else:
         object_key = value_key(assertion.object)
 
-    standing = _standing_facts(
-        actor,
-        scope,
-        subject,
-        assertion,
-        object_key,
-        vocab,
-        slot_lock_key=(
-            None
-            if locked
-            else slot_key(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate))
-        ),
-    )
+    if standing is None:
+        standing = _standing_facts(actor, scope, subject, assertion, object_key, vocab)
     # The clock is read under the lock: a time read before it could be older
     # than a fact a previous holder of the lock just committed.
     now = now or timezone.now()
@@ -317,87 +304,76 @@ def _standing_facts(
     assertion: Assertion,
     object_key: str,
     vocab: LoadedVocabulary,
-    *,
-    slot_lock_key: str | None,
 ) -> list[StandingFact]:
     """Lock the slot, then read its facts that can matter (see ``decisions.decide``).
+
+    The longer way, when ``_open_slot`` could not: a subject found by alias,
+    created, or merged into another, or an entity object. PostgreSQL takes the
+    read's snapshot when the read starts, after the lock is granted, so it
+    sees what the previous holder of the lock committed.
+    """
+    with hot_cursor() as cursor:
+        cursor.execute(
+            LOCK_SQL,
+            [slot_key(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate))],
+            prepare=True,
+        )
+        cursor.row_factory = dict_row
+        cursor.execute(
+            "SELECT * FROM claimgraph_slot_facts(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [scope.pk, subject.pk, *_slot_read_arguments(actor, assertion, vocab, object_key)],
+            prepare=True,
+        )
+        return [_standing_fact(vocab, row) for row in cursor.fetchall()]
+
+
+def _slot_read_arguments(
+    actor, assertion: Assertion, vocab: LoadedVocabulary, object_key: str | None
+) -> list[Any]:
+    """What ``claimgraph_slot_facts`` needs to read only the facts that can matter.
 
     Narrower than the whole slot on purpose: a busy ``many`` slot can hold
     hundreds of live values, and only a ``one`` predicate or a low-trust
     writer (the revenant rule) needs to see the other values.
     """
-    # Raw SQL: this read runs once per assertion under the slot lock, and the
-    # ORM's query compilation cost more than the query itself.
     predicate = vocab.spec.predicates[assertion.predicate]
-    predicate_id = vocab.predicates[assertion.predicate].pk
-    # Facts with the incoming predicate and value: duplicates and buried values.
-    conditions = ["(predicate_id = %s AND object_kind = %s AND object_key = %s)"]
-    params: list[Any] = [predicate_id, assertion.object_kind, object_key]
     low_trust = (
         vocab.spec.sources[assertion.source_type].trust_rank < settings.CLAIMGRAPH_TRUSTED_RANK
     )
-    if (predicate.cardinality == "one" and not predicate.event_like) or low_trust:
-        conditions.append("(predicate_id = %s AND t_invalid IS NULL)")
-        params.append(predicate_id)
-    if predicate.exclusion_group:
-        group_ids = [
-            vocab.predicates[name].pk for name in vocab.spec.slot_predicates(assertion.predicate)
-        ]
-        conditions.append(
-            "(predicate_id = ANY(%s) AND object_kind = %s AND object_key = %s"
-            " AND t_invalid IS NULL)"
-        )
-        params += [group_ids, assertion.object_kind, object_key]
-    where = "scope_id = %s AND subject_id = %s AND bucket = %s"
-    params = [scope.pk, subject.pk, assertion.bucket, *params]
-    if assertion.bucket == Bucket.USER:
-        where += " AND author_id = %s"
-        params.insert(3, actor.pk)
-    read = (
-        "SELECT id, predicate_id, object_kind, object_key, epistemic, source_type_id,"
-        " confidence, t_valid, t_invalid, evidence"
-        f" FROM {Fact._meta.db_table} WHERE {where} AND ({' OR '.join(conditions)})"
-        # A stable order: candidates and superseded facts are listed (and
-        # audited) by recorded time, the same order the batch import uses.
-        " ORDER BY recorded_at, id"
-    )
-    # Lock first, then read: PostgreSQL takes the read's snapshot when the
-    # read starts, after the lock is granted, so it sees what the previous
-    # holder of the lock committed.
-    with hot_cursor() as cursor:
-        if slot_lock_key is not None:  # else the caller holds it already
-            cursor.execute(LOCK_SQL, [slot_lock_key], prepare=True)
-        cursor.execute(read, params, prepare=True)
-        rows = cursor.fetchall()
+    group = vocab.spec.slot_predicates(assertion.predicate) if predicate.exclusion_group else ()
     return [
-        StandingFact(
-            id=fact_id,
-            predicate=vocab.predicate_names[predicate_id],
-            object_kind=object_kind,
-            object_key=key,
-            epistemic=epistemic,
-            source_type=vocab.source_names[source_id],
-            confidence=confidence,
-            t_valid=t_valid,
-            t_invalid=t_invalid,
-            evidence=tuple(
-                Evidence(**item)
-                for item in (json.loads(evidence) if isinstance(evidence, str) else evidence)
-            ),
-        )
-        for (
-            fact_id,
-            predicate_id,
-            object_kind,
-            key,
-            epistemic,
-            source_id,
-            confidence,
-            t_valid,
-            t_invalid,
-            evidence,
-        ) in rows
+        assertion.bucket,
+        actor.pk if assertion.bucket == Bucket.USER else None,
+        vocab.predicates[assertion.predicate].pk,
+        assertion.object_kind,
+        object_key,
+        (predicate.cardinality == "one" and not predicate.event_like) or low_trust,
+        [vocab.predicates[name].pk for name in group if name != assertion.predicate],
     ]
+
+
+def _standing_fact(vocab: LoadedVocabulary, row: Mapping[str, Any]) -> StandingFact:
+    """A row of ``claimgraph_slot_facts`` (as columns, or as JSON) as the decision sees it."""
+    evidence = row["evidence"]
+    if isinstance(evidence, str):
+        evidence = json.loads(evidence)
+    return StandingFact(
+        id=UUID(str(row["id"])),
+        predicate=vocab.predicate_names[row["predicate_id"]],
+        object_kind=row["object_kind"],
+        object_key=row["object_key"],
+        epistemic=row["epistemic"],
+        source_type=vocab.source_names[row["source_type_id"]],
+        confidence=row["confidence"],
+        t_valid=_timestamp(row["t_valid"]),
+        t_invalid=_timestamp(row["t_invalid"]),
+        evidence=tuple(Evidence(**item) for item in evidence),
+    )
+
+
+def _timestamp(value: datetime | str | None) -> datetime | None:
+    # JSON carries timestamps as ISO 8601 text with their offset.
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def _insert_fact(fact: Fact) -> None:
