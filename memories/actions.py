@@ -72,10 +72,6 @@ class AssertResult:
     superseded: list[UUID] = field(default_factory=list)
     conflict: Conflict | None = None
 
-    @property
-    def created(self) -> bool:
-        return self.status != "reinforced"
-
 
 def assert_fact(
     *,

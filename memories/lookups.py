@@ -83,7 +83,7 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
     # merge costs a second query only while a merge of it is in force.
     # Raw SQL because this runs on every assertion: by key through the unique
     # index, and by alias through the GIN index only when the key finds nothing.
-    select = f"SELECT {ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
+    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
     with hot_cursor() as cursor:
         cursor.execute(
             select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
@@ -103,7 +103,7 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
 
 # The columns of an entity row ``e``, and the entity it is merged into while
 # a steward's merge of it is in force (memories.merges), or NULL.
-ENTITY_COLUMNS = f"""
+_ENTITY_COLUMNS = f"""
     e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
     (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
       WHERE m.entity_id = e.id AND m.undoes_id IS NULL
