@@ -10,6 +10,7 @@ from memories.forms import (
     EPISTEMIC_CHOICES,
     ListedChoiceField,
     PagedForm,
+    QuickForm,
     predicate_field,
     scope_field,
     source_field,
@@ -28,14 +29,14 @@ def ground_field(label: str = "Ground") -> forms.CharField:
     )
 
 
-class VerdictForm(forms.Form):
+class VerdictForm(QuickForm):
     """Admit or Reject: the button pressed names the verdict."""
 
     verdict = forms.ChoiceField(choices=[("admitted", "Admit"), ("rejected", "Reject")])
     ground = ground_field()
 
 
-class ChallengeForm(forms.Form):
+class ChallengeForm(QuickForm):
     ground = ground_field("Why is it wrong?")
     evidence = forms.CharField(
         label="Evidence",
@@ -61,11 +62,11 @@ class ChallengeForm(forms.Form):
         return items or None
 
 
-class RefuteForm(forms.Form):
+class RefuteForm(QuickForm):
     ground = ground_field("Why does the fact stand?")
 
 
-class CorrectForm(forms.Form):
+class CorrectForm(QuickForm):
     """The replacement's fields; blank or unchanged ones are taken from the fact."""
 
     object = forms.CharField(max_length=2_000, label="Object")
@@ -95,7 +96,7 @@ class CorrectForm(forms.Form):
         }
 
 
-class BatchReviewForm(forms.Form):
+class BatchReviewForm(QuickForm):
     """Several candidates, one verdict, one ground (SPEC §12)."""
 
     facts = forms.TypedMultipleChoiceField(

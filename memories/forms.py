@@ -6,14 +6,106 @@ fault in words a steward can act on.
 """
 
 from django import forms
+from django.forms.renderers import DjangoTemplates
+from django.utils.formats import localize
+from django.utils.html import conditional_escape
 
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
 
+_WIDGETS = "django/forms/widgets/"
+# Widgets whose template is nothing but an include of input.html.
+_INPUTS = {
+    f"{_WIDGETS}{name}.html"
+    for name in ("text", "search", "hidden", "number", "email", "url", "password", "date")
+}
 
-class PagedForm(forms.Form):
+
+def _attrs(attrs: dict) -> str:
+    """Django's widgets/attrs.html: `` name="value"`` each, a bare name for True."""
+    return "".join(
+        f" {conditional_escape(name)}"
+        if value is True
+        else f' {conditional_escape(name)}="{conditional_escape(str(value))}"'
+        for name, value in attrs.items()
+        if value is not False
+    )
+
+
+def _input(widget: dict) -> str:
+    value = widget["value"]
+    shown = "" if value is None else f' value="{conditional_escape(str(value))}"'
+    return (
+        f'<input type="{conditional_escape(widget["type"])}"'
+        f' name="{conditional_escape(widget["name"])}"{shown}{_attrs(widget["attrs"])}>'
+    )
+
+
+def _textarea(widget: dict) -> str:
+    value = conditional_escape(localize(widget["value"])) if widget["value"] else ""
+    return (
+        f'<textarea name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>\n'
+        f"{value}</textarea>"
+    )
+
+
+def _select(widget: dict) -> str | None:
+    parts = [f'<select name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>']
+    for group_name, options, _index in widget["optgroups"]:
+        if group_name:
+            parts.append(f'\n  <optgroup label="{conditional_escape(group_name)}">')
+        for option in options:
+            if option["template_name"] != f"{_WIDGETS}select_option.html":
+                return None
+            parts.append(
+                f'\n  <option value="{conditional_escape(str(option["value"]))}"'
+                f"{_attrs(option['attrs'])}>{conditional_escape(localize(option['label']))}"
+                "</option>\n"
+            )
+        if group_name:
+            parts.append("\n  </optgroup>")
+    parts.append("\n</select>")
+    return "".join(parts)
+
+
+class QuickWidgetRenderer(DjangoTemplates):
+    """Django's form renderer, with the plain widgets written out in Python.
+
+    Django renders every widget through its template, and a select through
+    one include per option and another per option's attributes: the filter
+    forms' selects (every scope, source and predicate) cost a console page
+    more than its queries. The output is the same markup, escaped the same
+    way (tests compare it with Django's own); any other template, or a
+    widget with custom option templates, goes through Django's templates.
+    """
+
+    def render(self, template_name, context, request=None):
+        widget = context.get("widget") if isinstance(context, dict) else None
+        if widget is not None and widget.get("template_name") == template_name:
+            if template_name in _INPUTS:
+                return _input(widget)
+            if template_name == f"{_WIDGETS}textarea.html":
+                return _textarea(widget)
+            if template_name == f"{_WIDGETS}select.html":
+                quick = _select(widget)
+                if quick is not None:
+                    return quick
+        return super().render(template_name, context, request)
+
+
+# One instance, so its template engine (with the cached loader) is shared.
+QUICK_WIDGETS = QuickWidgetRenderer()
+
+
+class QuickForm(forms.Form):
+    """A form rendered with ``QuickWidgetRenderer``."""
+
+    default_renderer = QUICK_WIDGETS
+
+
+class PagedForm(QuickForm):
     """Page number and page size, shared by every list page."""
 
     page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
@@ -107,7 +199,7 @@ class ConflictFilterForm(PagedForm):
         self.order_fields(["scope", "state", "kind", "per_page"])
 
 
-class ResolveForm(forms.Form):
+class ResolveForm(QuickForm):
     """One steward ruling on a conflict; each button posts its own copy of this form."""
 
     ACTIONS = [("keep", "Keep this"), ("coexist", "Both stand"), ("dismiss", "Dismiss")]
@@ -148,7 +240,7 @@ class AuditFilterForm(PagedForm):
         self.order_fields(["scope", "who", "actor", "action", "target", "since", "until"])
 
 
-class MergeForm(forms.Form):
+class MergeForm(QuickForm):
     entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
     into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")
     reason = forms.CharField(max_length=5_000, widget=forms.Textarea(attrs={"rows": 2}))
@@ -162,7 +254,7 @@ class MergeForm(forms.Form):
         self.order_fields(["scope", "entity", "into", "reason"])
 
 
-class UndoMergeForm(forms.Form):
+class UndoMergeForm(QuickForm):
     reason = forms.CharField(max_length=5_000, label="Reason to undo")
 
 
