@@ -109,7 +109,11 @@ def _fill_queue_rows(rows) -> list[Conflict]:
 
 
 def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
-    """The slot's facts the viewer may read, newest last: its history."""
+    """The slot's facts the viewer may read, newest last: its history.
+
+    Scope, predicate, source type and author are filled in together with the
+    members' facts, by the caller (one query for each, not two).
+    """
     group = conflict.predicate.exclusion_group
     predicates = (
         Predicate.objects.filter(exclusion_group=group)
@@ -128,11 +132,12 @@ def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[Conflict
         .select_related("subject", "object_ref", "invalidated_by")
         .order_by("-recorded_at", "-id")[:SLOT_HISTORY_LIMIT]
     )
-    return sorted(fill_small_relations(history), key=lambda fact: (fact.recorded_at, fact.pk))
+    return sorted(history, key=lambda fact: (fact.recorded_at, fact.pk))
 
 
-def _timeline(conflict: Conflict, history: list[Fact], disputed: set, now) -> timeline.Timeline:
-    in_conflict = {member.fact_id for member in conflict.members.all()}
+def _timeline(
+    conflict: Conflict, history: list[Fact], in_conflict: set, disputed: set, now
+) -> timeline.Timeline:
     spans = [
         timeline.Span(
             fact_id=str(fact.pk),
@@ -168,7 +173,8 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
             "fact__recorded_at", "fact_id"
         )
     )
-    fill_small_relations(member.fact for member in members)
+    history = _slot_facts(request, conflict, members)
+    fill_small_relations([*(member.fact for member in members), *history])
     statuses = admission_statuses([member.fact for member in members])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     candidates = [
@@ -185,7 +191,6 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         }
         for member in members
     ]
-    history = _slot_facts(request, conflict, members)
     earlier = (
         Conflict.objects.filter(
             scope=conflict.scope_id, subject=conflict.subject_id, predicate=conflict.predicate_id
@@ -200,7 +205,9 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         "candidates": candidates,
         "history": history,
         "earlier": earlier,
-        "timeline": _timeline(conflict, history, disputed, now),
+        "timeline": _timeline(
+            conflict, history, {member.fact_id for member in members}, disputed, now
+        ),
         "now": now,
         "may_resolve": steward,
         "coexist_form": (forms or {}).get(("coexist", None))
