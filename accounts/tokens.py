@@ -1,6 +1,7 @@
 """Recognising a presented token and charging its writes (SPEC §10).
 
-Both run on every API request, so each is one indexed statement.
+Both run on every API request. A read costs one indexed statement; a write
+costs one too, recognising the token and charging its allowance together.
 """
 
 import hmac
@@ -24,53 +25,6 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 MAX_SECRET_LENGTH = 200
 
 
-def token_for_secret(secret: str) -> ApiToken | None:
-    """The active token whose secret this is, with its account, or None."""
-    if not secret or len(secret) > MAX_SECRET_LENGTH:
-        return None
-    digest = digest_of(secret)
-    with _prepared_cursor() as cursor:
-        cursor.execute(_TOKEN_SQL, [digest], prepare=True)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    token_values, user_values = row[: len(_TOKEN_FIELDS)], row[len(_TOKEN_FIELDS) :]
-    token = ApiToken.from_db(connection.alias, _TOKEN_FIELDS, token_values)
-    token.user = _User.from_db(connection.alias, _USER_FIELDS, user_values)
-    # The lookup is by an index on the digest, which an attacker cannot steer
-    # byte by byte; the constant-time comparison is belt and braces.
-    if not hmac.compare_digest(token.digest, digest):
-        return None
-    now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.last_used_at = now
-    return token
-
-
-@contextmanager
-def _prepared_cursor() -> Iterator[psycopg.Cursor]:
-    # Both statements here run on every API request: on a psycopg cursor
-    # (on Django's connection) they are prepared once per connection and
-    # planned once, rather than quoted and planned on each request.
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        yield cursor
-
-
-_User = get_user_model()
-_TOKEN_FIELDS = [f.attname for f in ApiToken._meta.concrete_fields]
-_USER_FIELDS = [f.attname for f in _User._meta.concrete_fields]
-_TOKEN_SQL = (
-    "SELECT "
-    + ", ".join(f"t.{f.column}" for f in ApiToken._meta.concrete_fields)
-    + ", "
-    + ", ".join(f"u.{f.column}" for f in _User._meta.concrete_fields)
-    + f" FROM {ApiToken._meta.db_table} t JOIN {_User._meta.db_table} u ON u.id = t.user_id"
-    " WHERE t.digest = %s AND t.revoked_at IS NULL AND u.is_active"
-)
-
-
 @dataclass(frozen=True)
 class RateLimited(Exception):
     """The token spent its writes for now; it may try again after ``retry_after`` seconds."""
@@ -80,24 +34,45 @@ class RateLimited(Exception):
 
 _WINDOW = timedelta(minutes=1)
 
-# One statement: spend one write if the allowance has room, and in the same
-# snapshot read how long until it has room again. ``statement_timestamp()``
-# is PostgreSQL's clock, shared by every worker on every machine.
-_SPEND_SQL = f"""
-WITH spent AS (
-    INSERT INTO {WriteAllowance._meta.db_table} AS a (token_id, busy_until)
-    VALUES (%(token)s, statement_timestamp() + %(interval)s)
-    ON CONFLICT (token_id) DO UPDATE
-        SET busy_until = GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
-        WHERE GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
-              <= statement_timestamp() + %(window)s
-    RETURNING 1
-)
-SELECT
-    EXISTS (SELECT 1 FROM spent),
-    (SELECT EXTRACT(EPOCH FROM busy_until + %(interval)s - %(window)s - statement_timestamp())
-       FROM {WriteAllowance._meta.db_table} WHERE token_id = %(token)s)
-"""
+
+def token_for_secret(secret: str, *, writes_per_minute: int = 0) -> ApiToken | None:
+    """The active token whose secret this is, with its account, or None.
+
+    With ``writes_per_minute`` above 0 the request is a write, charged to the
+    token's allowance as :func:`spend_write` charges it, in the same
+    statement: :class:`RateLimited` when the token has no write left. An
+    unknown, revoked or deactivated token is charged nothing.
+    """
+    if not secret or len(secret) > MAX_SECRET_LENGTH:
+        return None
+    digest = digest_of(secret)
+    with _prepared_cursor() as cursor:
+        if writes_per_minute > 0:
+            interval = _WINDOW / writes_per_minute
+            parameters = {"digest": digest, "interval": interval, "window": _WINDOW}
+            cursor.execute(_TOKEN_AND_SPEND_SQL, parameters, prepare=True)
+        else:
+            cursor.execute(_ACTIVE_TOKEN, {"digest": digest}, prepare=True)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token_end = len(_TOKEN_FIELDS)
+    user_end = token_end + len(_USER_FIELDS)
+    token = ApiToken.from_db(connection.alias, _TOKEN_FIELDS, row[:token_end])
+    token.user = _User.from_db(connection.alias, _USER_FIELDS, row[token_end:user_end])
+    # The lookup is by an index on the digest, which an attacker cannot steer
+    # byte by byte; the constant-time comparison is belt and braces.
+    if not hmac.compare_digest(token.digest, digest):
+        return None
+    if writes_per_minute > 0:
+        allowed, wait = row[user_end:]
+        if not allowed:
+            raise RateLimited(retry_after=_retry_after(wait))
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
 
 
 def spend_write(token: ApiToken, *, per_minute: int) -> None:
@@ -116,4 +91,71 @@ def spend_write(token: ApiToken, *, per_minute: int) -> None:
         )
         allowed, wait = cursor.fetchone()
     if not allowed:
-        raise RateLimited(retry_after=max(1, math.ceil(float(wait or 1))))
+        raise RateLimited(retry_after=_retry_after(wait))
+
+
+def _retry_after(wait) -> int:
+    return max(1, math.ceil(float(wait or 1)))
+
+
+@contextmanager
+def _prepared_cursor() -> Iterator[psycopg.Cursor]:
+    # These statements run on every API request: on a psycopg cursor (on
+    # Django's connection) they are prepared once per connection and planned
+    # once, rather than quoted and planned on each request.
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+_User = get_user_model()
+_TOKEN_FIELDS = [f.attname for f in ApiToken._meta.concrete_fields]
+_USER_FIELDS = [f.attname for f in _User._meta.concrete_fields]
+_TOKEN_TABLE = ApiToken._meta.db_table
+_ALLOWANCE_TABLE = WriteAllowance._meta.db_table
+_TOKEN_PK = ApiToken._meta.pk.column
+# The token's columns, then its account's, each under a name of its own so
+# that the statement below can keep them in a CTE (both tables have an "id").
+_TOKEN_COLUMNS = ", ".join(
+    [f"t.{f.column} AS t_{f.column}" for f in ApiToken._meta.concrete_fields]
+    + [f"u.{f.column} AS u_{f.column}" for f in _User._meta.concrete_fields]
+)
+_ACTIVE_TOKEN = (
+    f"SELECT {_TOKEN_COLUMNS} FROM {_TOKEN_TABLE} t"
+    f" JOIN {_User._meta.db_table} u ON u.id = t.user_id"
+    " WHERE t.digest = %(digest)s AND t.revoked_at IS NULL AND u.is_active"
+)
+
+# Spend one write if the allowance has room. ``statement_timestamp()`` is
+# PostgreSQL's clock, shared by every worker on every machine.
+_UPSERT = f"""
+INSERT INTO {_ALLOWANCE_TABLE} AS a (token_id, busy_until)
+{{source}}
+ON CONFLICT (token_id) DO UPDATE
+    SET busy_until = GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
+    WHERE GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
+          <= statement_timestamp() + %(window)s
+RETURNING 1
+"""
+# Read in the statement's snapshot, which the UPSERT above does not change:
+# when the write was refused, how long until the allowance has room again.
+_WAIT = (
+    "(SELECT EXTRACT(EPOCH FROM busy_until + %(interval)s - %(window)s - statement_timestamp())"
+    f" FROM {_ALLOWANCE_TABLE} WHERE token_id = {{token}})"
+)
+
+_NEXT_BUSY = "statement_timestamp() + %(interval)s"
+_SPEND_SQL = f"""
+WITH spent AS ({_UPSERT.format(source=f"VALUES (%(token)s, {_NEXT_BUSY})")})
+SELECT EXISTS (SELECT 1 FROM spent), {_WAIT.format(token="%(token)s")}
+"""
+
+# A write's one statement: recognise the token and, only if it is active,
+# charge it. A token that is unknown, revoked or deactivated yields no row,
+# so the INSERT has nothing to insert.
+_TOKEN_AND_SPEND_SQL = f"""
+WITH token AS ({_ACTIVE_TOKEN}),
+spent AS ({_UPSERT.format(source=f"SELECT t_{_TOKEN_PK}, {_NEXT_BUSY} FROM token")})
+SELECT token.*, EXISTS (SELECT 1 FROM spent), {_WAIT.format(token=f"token.t_{_TOKEN_PK}")}
+  FROM token
+"""

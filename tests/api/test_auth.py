@@ -10,8 +10,8 @@ from django.db import connection, connections
 from django.test import Client
 
 from accounts.actions import issue_token, revoke_token
-from accounts.models import ApiToken
-from accounts.tokens import RateLimited, spend_write
+from accounts.models import ApiToken, WriteAllowance
+from accounts.tokens import RateLimited, spend_write, token_for_secret
 from memories.models import Fact, Scope
 from memories.roles import is_global_steward, is_steward_of
 from tests.api.conftest import Agent, fact_body
@@ -137,6 +137,55 @@ def test_the_allowance_holds_across_concurrent_workers(member):
                 try:
                     spend_write(token, per_minute=10)
                     allowed.append(True)
+                except RateLimited:
+                    allowed.append(False)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert allowed.count(True) == 10
+    assert allowed.count(False) == 30
+
+
+def test_a_write_with_a_revoked_or_deactivated_token_spends_no_allowance(member, author, settings):
+    settings.CLAIMGRAPH_API_WRITE_RATE = 1
+    token, secret = issue_token(actor=member, name="agent")
+    revoke_token(actor=member, token_id=token.pk)
+    other, other_secret = issue_token(actor=author, name="agent")
+    author.is_active = False
+    author.save()
+    for refused in (secret, other_secret, secret + "x"):
+        assert Agent(refused).post("/facts", fact_body()).status_code == 401
+    assert not WriteAllowance.objects.filter(token__in=[token, other]).exists()
+
+
+def test_a_refused_write_is_charged_and_the_token_still_recognised(member):
+    token, secret = issue_token(actor=member, name="agent")
+    assert token_for_secret(secret, writes_per_minute=2) == token
+    assert token_for_secret(secret, writes_per_minute=2) == token
+    with pytest.raises(RateLimited) as refused:
+        token_for_secret(secret, writes_per_minute=2)
+    assert 1 <= refused.value.retry_after <= 30
+    # A read is never charged, whatever the allowance.
+    assert token_for_secret(secret) == token
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_recognising_and_charging_together_holds_across_concurrent_workers(member):
+    _, secret = issue_token(actor=member, name="agent")
+    allowed: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def worker():
+        try:
+            barrier.wait()
+            for _ in range(5):
+                try:
+                    allowed.append(token_for_secret(secret, writes_per_minute=10) is not None)
                 except RateLimited:
                     allowed.append(False)
         finally:
