@@ -77,12 +77,19 @@ class QuickWidgetRenderer(DjangoTemplates):
     one include per option and another per option's attributes: the filter
     forms' selects (every scope, source and predicate) cost a console page
     more than its queries. The output is the same markup, escaped the same
-    way (tests compare it with Django's own); any other template, or a
-    widget with custom option templates, goes through Django's templates.
+    way (tests compare it with Django's own), and an empty error list is
+    empty without a template; any other template, or a widget with custom
+    option templates, goes through Django's templates.
     """
 
     def render(self, template_name, context, request=None):
-        widget = context.get("widget") if isinstance(context, dict) else None
+        if not isinstance(context, dict):
+            return super().render(template_name, context, request)
+        if template_name.startswith("django/forms/errors/") and not context.get("errors"):
+            # Every error template says nothing about no errors; pages print
+            # each form's (usually empty) non-field errors.
+            return ""
+        widget = context.get("widget")
         if widget is not None and widget.get("template_name") == template_name:
             if template_name in _INPUTS:
                 return _input(widget)
@@ -197,6 +204,14 @@ class ConflictFilterForm(PagedForm):
         super().__init__(*args, **kwargs)
         self.fields["scope"] = scope_field(user)
         self.order_fields(["scope", "state", "kind", "per_page"])
+
+    def visible_scopes(self) -> dict[int, Scope]:
+        """The viewer's scopes by id, read once: the page's rows and the filter share them.
+
+        The scope filter lists its choices from this very queryset object, so
+        once it is read here the rendered select costs no second query.
+        """
+        return {scope.pk: scope for scope in self.fields["scope"].queryset}
 
 
 class ResolveForm(QuickForm):

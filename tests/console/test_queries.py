@@ -121,3 +121,18 @@ def test_detail_pages_issue_as_many_queries_for_a_long_history_as_for_a_short_on
     grow(2, 20)
     assert Conflict.objects.open().count() == 1
     assert measure() == short
+
+
+def test_conflicts_queue_reads_the_viewers_scopes_once_for_rows_and_filter(as_steward, crowd):
+    with CaptureQueriesContext(connection) as captured:
+        response = as_steward.get(reverse("conflicts"), {"scope": "project"})
+    assert response.status_code == 200
+    assert b'<option value="project" selected>project</option>' in response.content
+    listing_scopes = [
+        query["sql"]
+        for query in captured
+        if query["sql"].startswith('SELECT "memories_scope"."id", "memories_scope"."name"')
+        # (checking the chosen scope reads that one scope by name)
+        and '"memories_scope"."name" = ' not in query["sql"]
+    ]
+    assert len(listing_scopes) == 1

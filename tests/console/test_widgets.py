@@ -36,6 +36,12 @@ def both_ways(form: forms.Form) -> list[tuple[str, str, str]]:
         plain = str(form[name])
         form.renderer = QUICK_WIDGETS
         rendered.append((name, quick, plain))
+    # Error lists, empty or not: the form's, its non-field ones and each field's.
+    lists = {"errors": form.errors, "non_field_errors": form.non_field_errors()}
+    lists |= {f"{name}.errors": form[name].errors for name in form.fields}
+    for name, errors in lists.items():
+        quick = errors.render(renderer=QUICK_WIDGETS)
+        rendered.append((name, quick, errors.render(renderer=DJANGO)))
     return rendered
 
 
