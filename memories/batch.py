@@ -237,14 +237,14 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
         cursor.execute(
             f"""
             SELECT {columns} FROM {Fact._meta.db_table} f
-              JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::text[], %s::text[])
+              JOIN unnest(%b::bigint[], %b::bigint[], %b::bigint[], %b::text[], %b::text[])
                 AS w(scope_id, subject_id, predicate_id, object_kind, object_key)
                 ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
                AND f.predicate_id = w.predicate_id AND f.object_kind = w.object_kind
                AND f.object_key = w.object_key
             UNION
             SELECT {columns} FROM {Fact._meta.db_table} f
-              JOIN unnest(%s::bigint[], %s::bigint[], %s::bigint[])
+              JOIN unnest(%b::bigint[], %b::bigint[], %b::bigint[])
                 AS w(scope_id, subject_id, predicate_id)
                 ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
                AND f.predicate_id = w.predicate_id
@@ -298,8 +298,8 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
                AND c.id IN (
                    SELECT m.conflict_id
                      FROM {member_table} m JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
-                    WHERE f.scope_id = ANY(%s) AND f.subject_id = ANY(%s)
-                      AND f.predicate_id = ANY(%s) AND f.t_invalid IS NULL)
+                    WHERE f.scope_id = ANY(%b) AND f.subject_id = ANY(%b)
+                      AND f.predicate_id = ANY(%b) AND f.t_invalid IS NULL)
              ORDER BY c.id
                FOR UPDATE
             """,
@@ -313,7 +313,7 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
             f"""
             SELECT m.conflict_id, m.role, m.fact_id, f.t_invalid IS NULL
               FROM {member_table} m JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
-             WHERE m.conflict_id = ANY(%s)
+             WHERE m.conflict_id = ANY(%b)
              ORDER BY m.id
             """,
             [list(conflicts)],

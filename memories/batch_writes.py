@@ -39,7 +39,9 @@ def server_cursor() -> Iterator[psycopg.Cursor]:
     """A cursor on Django's connection (same transaction) that binds parameters on the server.
 
     Django's own cursors quote every parameter into the SQL text, which for
-    the batch's arrays of a thousand ids costs more than the query.
+    the batch's arrays of a thousand ids costs more than the query. Those
+    arrays go as ``%b`` (binary): psycopg writes a text array by checking
+    every element for characters to quote, several times slower.
     """
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
@@ -67,9 +69,9 @@ def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary)
                 invalidation_kind = CASE WHEN u.closed THEN %s ELSE f.invalidation_kind END,
                 invalidation_reason = u.invalidation_reason,
                 superseded_by_id = u.superseded_by_id
-              FROM unnest(%s::uuid[], %s::timestamptz[], %s::float8[], %s::bigint[],
-                          %s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[],
-                          %s::uuid[], %s::bool[])
+              FROM unnest(%b::uuid[], %b::timestamptz[], %b::float8[], %b::bigint[],
+                          %b::text[], %b::timestamptz[], %b::timestamptz[], %b::text[],
+                          %b::uuid[], %b::bool[])
                 AS u(id, last_reinforced_at, confidence, source_type_id, evidence,
                      t_invalid, invalidated_at, invalidation_reason, superseded_by_id,
                      closed)

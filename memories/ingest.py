@@ -271,18 +271,18 @@ def _apply_batch(
 # lowest id, then a merge in force, earliest first), each for a whole batch
 # of keys in one indexed statement.
 _BY_NAME = f"""
-SELECT key, id FROM {Entity._meta.db_table} WHERE scope_id = %s AND key = ANY(%s::varchar[])
+SELECT key, id FROM {Entity._meta.db_table} WHERE scope_id = %s AND key = ANY(%b::varchar[])
 """
 _BY_ALIAS = f"""
 SELECT DISTINCT ON (alias.key) alias.key, e.id
   FROM {Entity._meta.db_table} e CROSS JOIN LATERAL unnest(e.alias_keys) AS alias(key)
- WHERE e.scope_id = %s AND e.alias_keys && %s::varchar[] AND alias.key = ANY(%s::varchar[])
+ WHERE e.scope_id = %s AND e.alias_keys && %b::varchar[] AND alias.key = ANY(%b::varchar[])
  ORDER BY alias.key, e.id
 """
 _MERGED_INTO = f"""
 SELECT DISTINCT ON (m.entity_id) m.entity_id, m.into_id
   FROM {EntityMerge._meta.db_table} m
- WHERE m.entity_id = ANY(%s) AND m.undoes_id IS NULL
+ WHERE m.entity_id = ANY(%b) AND m.undoes_id IS NULL
    AND NOT EXISTS (SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
  ORDER BY m.entity_id, m.at, m.id
 """
@@ -314,7 +314,7 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
                     INSERT INTO {Entity._meta.db_table}
                         (scope_id, name, key, type, aliases, alias_keys, created_at)
                     SELECT %s, name, key, '', '{{}}', '{{}}', now()
-                      FROM unnest(%s::varchar[], %s::varchar[]) AS new(name, key)
+                      FROM unnest(%b::varchar[], %b::varchar[]) AS new(name, key)
                     ON CONFLICT (scope_id, key) DO NOTHING
                     RETURNING id
                     """,
