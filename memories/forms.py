@@ -11,6 +11,7 @@ from django.utils.formats import localize
 from django.utils.html import conditional_escape
 
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
+from memories.vocabulary import load_vocabulary
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
@@ -143,6 +144,14 @@ class PagedForm(QuickForm):
             return self.cleaned_data["page"] or 1
         return 1
 
+    def visible_scopes(self) -> dict[int, Scope]:
+        """For a form with a ``scope_field``: the viewer's scopes by id, read once.
+
+        The scope filter lists its choices from this very queryset object, so
+        once a page has read it here the rendered select costs no second query.
+        """
+        return {scope.pk: scope for scope in self.fields["scope"].queryset}
+
 
 class _ListedChoices(forms.models.ModelChoiceIterator):
     """Choices from one plain query.
@@ -163,6 +172,27 @@ class ListedChoiceField(forms.ModelChoiceField):
     iterator = _ListedChoices
 
 
+class _VocabularyChoices(_ListedChoices):
+    """Predicates or source types from the process's cached vocabulary, in the models' order.
+
+    The vocabulary is read on every write and kept by each process for a few
+    seconds (``memories.vocabulary``); a filter's list can be that old too.
+    What a form accepts is still checked against the table itself.
+    """
+
+    def __iter__(self):
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        vocabulary = load_vocabulary()
+        rows = vocabulary.predicates if self.queryset.model is Predicate else vocabulary.sources
+        for row in rows.values():
+            yield self.choice(row)
+
+
+class VocabularyChoiceField(ListedChoiceField):
+    iterator = _VocabularyChoices
+
+
 def scope_field(user, *, label: str = "Scope") -> forms.ModelChoiceField:
     return ListedChoiceField(
         queryset=Scope.objects.visible_to(user),
@@ -174,7 +204,7 @@ def scope_field(user, *, label: str = "Scope") -> forms.ModelChoiceField:
 
 
 def predicate_field() -> forms.ModelChoiceField:
-    return ListedChoiceField(
+    return VocabularyChoiceField(
         queryset=Predicate.objects.all(),
         required=False,
         to_field_name="name",
@@ -183,7 +213,7 @@ def predicate_field() -> forms.ModelChoiceField:
 
 
 def source_field() -> forms.ModelChoiceField:
-    return ListedChoiceField(
+    return VocabularyChoiceField(
         queryset=SourceType.objects.all(),
         required=False,
         to_field_name="name",
@@ -204,14 +234,6 @@ class ConflictFilterForm(PagedForm):
         super().__init__(*args, **kwargs)
         self.fields["scope"] = scope_field(user)
         self.order_fields(["scope", "state", "kind", "per_page"])
-
-    def visible_scopes(self) -> dict[int, Scope]:
-        """The viewer's scopes by id, read once: the page's rows and the filter share them.
-
-        The scope filter lists its choices from this very queryset object, so
-        once it is read here the rendered select costs no second query.
-        """
-        return {scope.pk: scope for scope in self.fields["scope"].queryset}
 
 
 class ResolveForm(QuickForm):

@@ -8,7 +8,7 @@ console's shared HTTP plumbing, used by both apps' pages.
 
 import csv
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, time
 from functools import cached_property, wraps
 from typing import Any
@@ -95,13 +95,16 @@ def paginate(request: HttpRequest, rows: QuerySet, form: PagedForm) -> Page:
 SMALL_RELATIONS = ("scope", "predicate", "source_type", "author")
 
 
-def fill_small_relations(facts: Iterable[Fact]) -> list[Fact]:
+def fill_small_relations(
+    facts: Iterable[Fact], scopes: Mapping[int, Scope] | None = None
+) -> list[Fact]:
     """Attach each fact's scope, predicate, source type and author without joining them.
 
     Joining four tiny tables into a page query costs PostgreSQL more to plan
     (it weighs every join order) than to run, several milliseconds a page. The
     vocabulary comes from the process's cached copy, scopes and authors from
-    one small query each. Use with ``select_related("subject", "object_ref")``.
+    one small query each (none for the scopes when the page has already read
+    them: ``scopes``). Use with ``select_related("subject", "object_ref")``.
     """
     facts = list(facts)
     vocabulary = load_vocabulary()
@@ -112,7 +115,9 @@ def fill_small_relations(facts: Iterable[Fact]) -> list[Fact]:
     # A vocabulary row newer than this process's copy: read it directly.
     predicates |= Predicate.objects.in_bulk(missing_predicates) if missing_predicates else {}
     sources |= SourceType.objects.in_bulk(missing_sources) if missing_sources else {}
-    scopes = Scope.objects.in_bulk({f.scope_id for f in facts}) if facts else {}
+    scopes = dict(scopes or {})
+    missing_scopes = {f.scope_id for f in facts} - scopes.keys()
+    scopes |= Scope.objects.in_bulk(missing_scopes) if missing_scopes else {}
     authors = (
         get_user_model().objects.only("username").in_bulk({f.author_id for f in facts})
         if facts

@@ -18,6 +18,7 @@ from admissions.selectors import candidates, challenge_summary, fact_status, in_
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
 from memories.models import Bucket, Conflict, Fact, Scope
+from memories.roles import is_global_steward, steward_scope_ids
 from memories.views import (
     fill_small_relations,
     page_query,
@@ -90,7 +91,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 # --- candidates -------------------------------------------------------------------------
 
 
-def _candidates(request: HttpRequest, form: CandidateFilterForm) -> QuerySet[Fact]:
+def _stewarded(user, scopes: dict[int, Scope]) -> list[int]:
+    """The ids among the viewer's ``scopes`` in which ``user`` is a steward."""
+    if is_global_steward(user):
+        return list(scopes)
+    # A scope steward's scopes are among the scopes they read.
+    ids = set(steward_scope_ids(user))
+    return [pk for pk in scopes if pk in ids]
+
+
+def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fact]:
     filters = {}
     if form.is_valid():
         chosen = form.cleaned_data
@@ -101,7 +111,6 @@ def _candidates(request: HttpRequest, form: CandidateFilterForm) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    scope_ids = list(steward_scopes(request.user).values_list("pk", flat=True))
     # The small relations are filled in after the page is read (see
     # fill_small_relations): joined here they cost more to plan than to run.
     return (
@@ -158,9 +167,12 @@ def _review(request: HttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
 @refusals
 def candidates_queue(request: HttpRequest) -> HttpResponse:
     """System facts without a verdict, oldest first; several can be reviewed at once."""
-    if not steward_scopes(request.user).exists():
-        raise Forbidden("only stewards review candidates")
     filters = CandidateFilterForm(request.GET or None, user=request.user)
+    # The filter's scopes serve the queue's rows and names too: one query.
+    scopes = filters.visible_scopes()
+    stewarded = _stewarded(request.user, scopes)
+    if not stewarded:
+        raise Forbidden("only stewards review candidates")
     outcomes = None
     status = 200
     batch = BatchReviewForm()
@@ -171,8 +183,8 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
             batch = BatchReviewForm()
         else:
             status = 400
-    page = paginate(request, _candidates(request, filters), filters)
-    page.object_list = fill_small_relations(page.object_list)
+    page = paginate(request, _candidates(filters, stewarded), filters)
+    page.object_list = fill_small_relations(page.object_list, scopes)
     context = {
         "form": filters,
         "batch": batch,

@@ -240,6 +240,22 @@ def test_candidate_filters_narrow_by_source_and_predicate(as_steward, world):
     assert [f.object_display for f in response.context["page"]] == ["GraphQL"]
 
 
+def test_a_scope_steward_reviews_only_the_candidates_of_the_scopes_they_steward(
+    scope_steward, other_scope, steward, world
+):
+    from tests.console.conftest import signed_in, write
+
+    # A member elsewhere, with a candidate there: readable, but not theirs to review.
+    other_scope.members.add(scope_steward, steward)
+    write(steward, "svc-x", "core/uses", "Elsewhere", "code", scope=other_scope.name)
+    response = signed_in(scope_steward).get(reverse("candidates"))
+    assert response.status_code == 200
+    shown = {fact.scope.name for fact in response.context["page"]}
+    assert shown == {"project"}
+    everywhere = signed_in(steward).get(reverse("candidates"), {"per_page": 100})
+    assert {fact.scope.name for fact in everywhere.context["page"]} == {"project", "elsewhere"}
+
+
 def test_batch_review_applies_each_item_on_its_own_and_lists_both(as_steward, steward, world):
     from admissions.actions import record_verdict
 

@@ -101,3 +101,16 @@ def test_grouped_and_custom_option_widgets_still_match_djangos_output():
 
     for name, quick, plain in both_ways(Sample(initial={"grouped": "p"})):
         assert quick == plain, name
+
+
+def test_predicate_and_source_filters_list_the_whole_vocabulary_in_the_models_order(steward):
+    from memories.models import Predicate, SourceType
+
+    form = CandidateFilterForm(user=steward)
+    listed = {
+        name: [str(value) for value, _ in form.fields[name].choices]
+        for name in ("predicate", "source")
+    }
+    assert listed["predicate"] == ["", *Predicate.objects.values_list("name", flat=True)]
+    assert listed["source"] == ["", *SourceType.objects.values_list("name", flat=True)]
+    assert len(listed["predicate"]) > 5 and len(listed["source"]) > 3
