@@ -8,9 +8,9 @@ from django import forms
 
 from memories.forms import (
     EPISTEMIC_CHOICES,
-    ListedChoiceField,
     PagedForm,
     QuickForm,
+    VocabularyChoiceField,
     predicate_field,
     scope_field,
     source_field,
@@ -70,7 +70,7 @@ class CorrectForm(QuickForm):
     """The replacement's fields; blank or unchanged ones are taken from the fact."""
 
     object = forms.CharField(max_length=2_000, label="Object")
-    source_type = ListedChoiceField(
+    source_type = VocabularyChoiceField(
         queryset=SourceType.objects.all(), to_field_name="name", label="Source"
     )
     confidence = forms.FloatField(min_value=0, max_value=1, label="Confidence")
