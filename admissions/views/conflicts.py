@@ -173,7 +173,10 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         )
     )
     history = _slot_facts(request, conflict, members)
-    fill_small_relations([*(member.fact for member in members), *history])
+    # Members and history all lie in the conflict's scope, read with it.
+    fill_small_relations(
+        [*(member.fact for member in members), *history], {conflict.scope_id: conflict.scope}
+    )
     statuses = admission_statuses([member.fact for member in members])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     candidates = [

@@ -136,3 +136,14 @@ def test_conflicts_queue_reads_the_viewers_scopes_once_for_rows_and_filter(as_st
         and '"memories_scope"."name" = ' not in query["sql"]
     ]
     assert len(listing_scopes) == 1
+
+
+def test_conflict_page_reads_its_scope_only_with_the_conflict(as_steward, crowd):
+    from memories.models import Conflict
+
+    conflict = Conflict.objects.open().first()
+    with CaptureQueriesContext(connection) as captured:
+        response = as_steward.get(reverse("conflict", args=[conflict.pk]))
+    assert response.status_code == 200
+    assert "project" in response.content.decode()
+    assert not [q for q in captured if q["sql"].startswith('SELECT "memories_scope"')]
