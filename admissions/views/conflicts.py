@@ -32,6 +32,7 @@ from memories.views import (
     page_query,
     paginate,
     refusals,
+    row_link,
 )
 from memories.vocabulary import load_vocabulary
 
@@ -102,8 +103,10 @@ def _fill_queue_rows(rows, scopes: dict[int, Scope]) -> list[Conflict]:
     )
     for conflict_id, literal, entity, source in members:
         shown.setdefault(conflict_id, []).append((entity or literal, source))
+    link = row_link("conflict")
     for item in page:
         item.candidate_objects = shown.get(item.pk, [])
+        item.url = link(item.pk)
     return page
 
 

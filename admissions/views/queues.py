@@ -24,6 +24,7 @@ from memories.views import (
     page_query,
     paginate,
     refusals,
+    row_link,
     steward_scopes,
 )
 
@@ -185,6 +186,9 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
             status = 400
     page = paginate(request, _candidates(filters, stewarded), filters)
     page.object_list = fill_small_relations(page.object_list, scopes)
+    link = row_link("fact")
+    for fact in page.object_list:
+        fact.url = link(fact.pk)
     context = {
         "form": filters,
         "batch": batch,
