@@ -16,7 +16,7 @@ from django.db import connection
 from memories.errors import NotFound
 from memories.models import Conflict, Entity, EntityMerge, Fact, Scope
 from memories.normalize import value_key
-from memories.roles import is_steward_of
+from memories.roles import is_steward_of, readable_scope_ids
 
 
 @contextmanager
@@ -65,10 +65,11 @@ def readable_fact(actor, fact_id: UUID | str) -> Fact:
         fact_uuid = UUID(str(fact_id))
     except ValueError:
         raise NotFound("fact") from None
-    fact = Fact.objects.readable_by(actor).for_display().filter(pk=fact_uuid).first()
-    if fact is None:
-        raise NotFound("fact")
-    return fact
+    try:
+        # get(), not first(): no ORDER BY for PostgreSQL to plan around.
+        return Fact.objects.readable_by(actor).for_display().get(pk=fact_uuid)
+    except Fact.DoesNotExist:
+        raise NotFound("fact") from None
 
 
 def find_entity(scope: Scope, name: str) -> Entity | None:
@@ -155,11 +156,13 @@ def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
         conflict_uuid = UUID(str(conflict_id))
     except ValueError:
         raise NotFound("conflict") from None
-    conflict = (
-        Conflict.objects.filter(pk=conflict_uuid, scope__in=Scope.objects.visible_to(actor))
-        .select_related("scope", "subject", "predicate")
-        .first()
+    conflicts = Conflict.objects.filter(pk=conflict_uuid).select_related(
+        "scope", "subject", "predicate"
     )
-    if conflict is None:
-        raise NotFound("conflict")
-    return conflict
+    scope_ids = readable_scope_ids(actor)
+    if scope_ids is not None:  # None: a global steward reads every scope
+        conflicts = conflicts.filter(scope_id__in=scope_ids)
+    try:
+        return conflicts.get()
+    except Conflict.DoesNotExist:
+        raise NotFound("conflict") from None

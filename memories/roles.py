@@ -19,7 +19,28 @@ STEWARDS_GROUP = "stewards"
 
 
 def is_global_steward(user) -> bool:
-    return bool(user.is_authenticated and user.is_active and user.has_perm(STEWARD_PERMISSION))
+    """A superuser, or an account holding the permission itself or through a group.
+
+    One query, remembered on the user object (Django's ``has_perm`` would load
+    all of the account's user and group permissions in two).
+    """
+    if not user.is_authenticated or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    cached = getattr(user, "_claimgraph_global_steward", None)
+    if cached is None:
+        from django.contrib.auth.models import Permission
+        from django.db.models import Q
+
+        app_label, codename = STEWARD_PERMISSION.split(".")
+        cached = (
+            Permission.objects.filter(Q(user=user) | Q(group__user=user))
+            .filter(content_type__app_label=app_label, codename=codename)
+            .exists()
+        )
+        user._claimgraph_global_steward = cached
+    return cached
 
 
 def steward_scope_ids(user) -> list[int]:
