@@ -17,6 +17,7 @@ from memories.errors import NotFound
 from memories.models import Conflict, Entity, EntityMerge, Fact, Scope
 from memories.normalize import value_key
 from memories.roles import is_steward_of, readable_scope_ids
+from memories.vocabulary import attach_vocabulary
 
 
 @contextmanager
@@ -66,10 +67,17 @@ def readable_fact(actor, fact_id: UUID | str) -> Fact:
     except ValueError:
         raise NotFound("fact") from None
     try:
-        # get(), not first(): no ORDER BY for PostgreSQL to plan around.
-        return Fact.objects.readable_by(actor).for_display().get(pk=fact_uuid)
+        # get(), not first(): no ORDER BY for PostgreSQL to plan around; the
+        # vocabulary rows come from the process's copy instead of two more joins.
+        fact = (
+            Fact.objects.readable_by(actor)
+            .select_related("scope", "subject", "object_ref", "author")
+            .get(pk=fact_uuid)
+        )
     except Fact.DoesNotExist:
         raise NotFound("fact") from None
+    attach_vocabulary([fact])
+    return fact
 
 
 def find_entity(scope: Scope, name: str) -> Entity | None:

@@ -28,10 +28,10 @@ from django_htmx.http import HttpResponseClientRedirect
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
 from memories.merges import active_merges, merge_entities, undo_merge
-from memories.models import AuditEntry, Entity, EntityMerge, Fact, Predicate, Scope, SourceType
+from memories.models import AuditEntry, Entity, EntityMerge, Fact, Scope
 from memories.normalize import value_key
 from memories.roles import is_global_steward, steward_scope_ids
-from memories.vocabulary import load_vocabulary
+from memories.vocabulary import attach_vocabulary
 
 # --- shared plumbing ----------------------------------------------------------------
 
@@ -108,14 +108,7 @@ def fill_small_relations(
     them: ``scopes``). Use with ``select_related("subject", "object_ref")``.
     """
     facts = list(facts)
-    vocabulary = load_vocabulary()
-    predicates = {row.pk: row for row in vocabulary.predicates.values()}
-    sources = {row.pk: row for row in vocabulary.sources.values()}
-    missing_predicates = {f.predicate_id for f in facts} - predicates.keys()
-    missing_sources = {f.source_type_id for f in facts} - sources.keys()
-    # A vocabulary row newer than this process's copy: read it directly.
-    predicates |= Predicate.objects.in_bulk(missing_predicates) if missing_predicates else {}
-    sources |= SourceType.objects.in_bulk(missing_sources) if missing_sources else {}
+    attach_vocabulary(facts)
     scopes = dict(scopes or {})
     missing_scopes = {f.scope_id for f in facts} - scopes.keys()
     scopes |= Scope.objects.in_bulk(missing_scopes) if missing_scopes else {}
@@ -126,8 +119,6 @@ def fill_small_relations(
     )
     for fact in facts:
         fact.scope = scopes[fact.scope_id]
-        fact.predicate = predicates[fact.predicate_id]
-        fact.source_type = sources[fact.source_type_id]
         fact.author = authors[fact.author_id]
     return facts
 
