@@ -7,11 +7,20 @@ from django.urls import reverse
 
 from admissions.actions import file_challenge, record_verdict
 from memories.actions import record_outcome
+from memories.vocabulary import load_vocabulary
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db
 
 ROWS = 55
+
+
+@pytest.fixture(autouse=True)
+def vocabulary_held(settings):
+    """The vocabulary read once and kept: a copy expiring between two counted requests
+    (on a slow machine) would add its two reads to one of them and not the other."""
+    settings.CLAIMGRAPH_VOCABULARY_CACHE_SECONDS = 3600
+    load_vocabulary()
 
 
 @pytest.fixture
