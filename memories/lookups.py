@@ -5,18 +5,21 @@ filter by what the caller may see in the query itself: anything outside it
 answers exactly as a missing row does (``NotFound``).
 """
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
 import psycopg
+from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import Model
 
 from memories.errors import NotFound
-from memories.models import Conflict, Entity, EntityMerge, Fact, Scope
+from memories.models import Conflict, Entity, EntityMerge, Fact, Predicate, Scope
 from memories.normalize import value_key
-from memories.roles import is_steward_of, readable_scope_ids
+from memories.roles import is_steward_of, readable_scope_ids, steward_scope_ids
 from memories.vocabulary import attach_vocabulary
 
 
@@ -33,6 +36,60 @@ def hot_cursor() -> Iterator[psycopg.Cursor]:
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         yield cursor
+
+
+class Columns:
+    """Some of a model's columns in a raw SELECT, and the instance built back from them.
+
+    For the console's hot reads, run as prepared statements on
+    :func:`hot_cursor`: building the same query through the ORM cost more
+    Python than the rest of the page, and PostgreSQL planned it on every
+    request. ``names`` defaults to every concrete field; an instance built
+    from fewer defers the rest, as ``only()`` would. Values go through the
+    fields' own converters (a JSON column arrives as text), as the ORM does.
+    """
+
+    def __init__(self, model: type[Model], alias: str, names: Sequence[str] = ()) -> None:
+        fields = [
+            field
+            for field in model._meta.concrete_fields
+            if not names or field.name in names or field.attname in names
+        ]
+        self.model = model
+        self.sql = ", ".join(f"{alias}.{field.column}" for field in fields)
+        self.width = len(fields)
+        self._attnames = [field.attname for field in fields]
+        self._converters = [
+            (index, converter)
+            for index, field in enumerate(fields)
+            for converter in field.get_db_converters(connection)
+        ]
+
+    def build(self, row: Sequence[Any], start: int = 0) -> Any:
+        """The instance from ``row[start:start + width]``; None for a LEFT JOIN's empty side."""
+        values = list(row[start : start + self.width])
+        if values[0] is None:
+            return None
+        for index, converter in self._converters:
+            values[index] = converter(values[index], None, connection)
+        return self.model.from_db(connection.alias, self._attnames, values)
+
+
+def rows(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
+    """All rows of ``sql``, run as a prepared statement on Django's connection.
+
+    Logged like an ORM query whenever Django logs queries (DEBUG, or a test's
+    ``django_assert_num_queries``), so the console's query counts still see it.
+    """
+    started = time.perf_counter()
+    with hot_cursor() as cursor:
+        cursor.execute(sql, params, prepare=True)
+        found = cursor.fetchall()
+    if connection.queries_logged:
+        connection.queries_log.append(
+            {"sql": sql, "time": f"{time.perf_counter() - started:.3f}", "params": params}
+        )
+    return found
 
 
 def writable_scope(actor, name: str) -> Scope:
@@ -61,23 +118,81 @@ def writable_scope(actor, name: str) -> Scope:
 
 
 def readable_fact(actor, fact_id: UUID | str) -> Fact:
-    """A fact ``actor`` may read; anything else is :class:`NotFound`."""
+    """A fact ``actor`` may read; anything else is :class:`NotFound`.
+
+    The same rule as ``Fact.objects.readable_by``, in the query itself, with
+    its scope, subject, object entity and author (username only); the
+    vocabulary rows come from the process's copy instead of two more joins.
+    """
     try:
         fact_uuid = UUID(str(fact_id))
     except ValueError:
         raise NotFound("fact") from None
-    try:
-        # get(), not first(): no ORDER BY for PostgreSQL to plan around; the
-        # vocabulary rows come from the process's copy instead of two more joins.
-        fact = (
-            Fact.objects.readable_by(actor)
-            .select_related("scope", "subject", "object_ref", "author")
-            .get(pk=fact_uuid)
-        )
-    except Fact.DoesNotExist:
-        raise NotFound("fact") from None
+    readable = readable_scope_ids(actor)
+    if readable == []:  # signed out, deactivated, or in no scope
+        raise NotFound("fact")
+    found = rows(
+        _READABLE_FACT_SQL,
+        {
+            "fact": fact_uuid,
+            "every": readable is None,
+            "readable": readable or [],
+            "stewarded": [] if readable is None else steward_scope_ids(actor),
+            "user": actor.pk,
+        },
+    )
+    if not found:
+        raise NotFound("fact")
+    fact = fact_from_row(found[0])
     attach_vocabulary([fact])
     return fact
+
+
+FACT = Columns(Fact, "f")
+SCOPE = Columns(Scope, "s")
+SUBJECT = Columns(Entity, "e")
+OBJECT_REF = Columns(Entity, "o")
+AUTHOR = Columns(get_user_model(), "u", ["id", "username"])
+
+# A fact row: the fact, its scope, subject, object entity (or NULLs) and author.
+FACT_ROW_COLUMNS = ", ".join(columns.sql for columns in (FACT, SCOPE, SUBJECT, OBJECT_REF, AUTHOR))
+FACT_ROW_JOINS = f"""
+    JOIN {Scope._meta.db_table} s ON s.id = f.scope_id
+    JOIN {Entity._meta.db_table} e ON e.id = f.subject_id
+    LEFT JOIN {Entity._meta.db_table} o ON o.id = f.object_ref_id
+    JOIN {get_user_model()._meta.db_table} u ON u.id = f.author_id
+"""
+
+
+def fact_from_row(row: Sequence[Any], start: int = 0) -> Fact:
+    """A fact with its scope, subject, object entity and author, from FACT_ROW_COLUMNS."""
+    fact = FACT.build(row, start)
+    at = start + FACT.width
+    for name, columns in (
+        ("scope", SCOPE),
+        ("subject", SUBJECT),
+        ("object_ref", OBJECT_REF),
+        ("author", AUTHOR),
+    ):
+        setattr(fact, name, columns.build(row, at))
+        at += columns.width
+    return fact
+
+
+FACT_ROW_WIDTH = FACT.width + SCOPE.width + SUBJECT.width + OBJECT_REF.width + AUTHOR.width
+
+
+# Fact.objects.readable_by() as one condition: every scope for a global
+# steward; else the caller's scopes, and a ``user`` fact only for its author
+# or a steward of its scope.
+READABLE = """(%(every)s OR (f.scope_id = ANY(%(readable)s::bigint[])
+    AND (f.bucket = 'system' OR f.author_id = %(user)s
+         OR f.scope_id = ANY(%(stewarded)s::bigint[]))))"""
+
+_READABLE_FACT_SQL = f"""
+SELECT {FACT_ROW_COLUMNS} FROM {Fact._meta.db_table} f {FACT_ROW_JOINS}
+WHERE f.id = %(fact)s AND {READABLE}
+"""
 
 
 def find_entity(scope: Scope, name: str) -> Entity | None:
@@ -160,17 +275,36 @@ def get_or_create_entity(scope: Scope, name: str) -> Entity:
 
 
 def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
+    """A conflict in a scope ``actor`` may read, with its scope, subject and predicate."""
     try:
         conflict_uuid = UUID(str(conflict_id))
     except ValueError:
         raise NotFound("conflict") from None
-    conflicts = Conflict.objects.filter(pk=conflict_uuid).select_related(
-        "scope", "subject", "predicate"
+    scope_ids = readable_scope_ids(actor)  # None: a global steward reads every scope
+    if scope_ids == []:
+        raise NotFound("conflict")
+    found = rows(
+        _VISIBLE_CONFLICT_SQL,
+        {"conflict": conflict_uuid, "every": scope_ids is None, "readable": scope_ids or []},
     )
-    scope_ids = readable_scope_ids(actor)
-    if scope_ids is not None:  # None: a global steward reads every scope
-        conflicts = conflicts.filter(scope_id__in=scope_ids)
-    try:
-        return conflicts.get()
-    except Conflict.DoesNotExist:
-        raise NotFound("conflict") from None
+    if not found:
+        raise NotFound("conflict")
+    row = found[0]
+    conflict = _CONFLICT.build(row)
+    at = _CONFLICT.width
+    conflict.scope = SCOPE.build(row, at)
+    conflict.subject = SUBJECT.build(row, at + SCOPE.width)
+    conflict.predicate = _PREDICATE.build(row, at + SCOPE.width + SUBJECT.width)
+    return conflict
+
+
+_CONFLICT = Columns(Conflict, "c")
+_PREDICATE = Columns(Predicate, "p")
+_VISIBLE_CONFLICT_SQL = f"""
+SELECT {_CONFLICT.sql}, {SCOPE.sql}, {SUBJECT.sql}, {_PREDICATE.sql}
+  FROM {Conflict._meta.db_table} c
+  JOIN {Scope._meta.db_table} s ON s.id = c.scope_id
+  JOIN {Entity._meta.db_table} e ON e.id = c.subject_id
+  JOIN {Predicate._meta.db_table} p ON p.id = c.predicate_id
+ WHERE c.id = %(conflict)s AND (%(every)s OR c.scope_id = ANY(%(readable)s::bigint[]))
+"""

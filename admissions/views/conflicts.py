@@ -23,18 +23,26 @@ from memories.actions import may_resolve, resolve_conflict
 from memories.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
 from memories.forms import ConflictFilterForm, ResolveForm
-from memories.lookups import visible_conflict
+from memories.lookups import (
+    FACT_ROW_COLUMNS,
+    FACT_ROW_JOINS,
+    FACT_ROW_WIDTH,
+    Columns,
+    fact_from_row,
+    rows,
+    visible_conflict,
+)
 from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate, Scope
+from memories.roles import readable_scope_ids, steward_scope_ids
 from memories.views import (
     add_rejection,
     done,
-    fill_small_relations,
     page_query,
     paginate,
     refusals,
     row_link,
 )
-from memories.vocabulary import load_vocabulary
+from memories.vocabulary import attach_vocabulary, load_vocabulary
 
 SLOT_HISTORY_LIMIT = 60
 
@@ -74,7 +82,7 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     return render(request, f"{template}#conflict-list" if request.htmx else template, context)
 
 
-def _fill_queue_rows(rows, scopes: dict[int, Scope]) -> list[Conflict]:
+def _fill_queue_rows(found, scopes: dict[int, Scope]) -> list[Conflict]:
     """Give each conflict of a queue page its scope, predicate, ruler and candidates' objects.
 
     Plain values rather than prefetched members and facts: a queue row shows
@@ -83,7 +91,7 @@ def _fill_queue_rows(rows, scopes: dict[int, Scope]) -> list[Conflict]:
     ruler come from small lookups rather than joins, which PostgreSQL spends
     longer planning than running; the scopes are the viewer's, already read.
     """
-    page = list(rows)
+    page = list(found)
     predicates = {row.pk: row for row in load_vocabulary().predicates.values()}
     missing = {item.predicate_id for item in page} - predicates.keys()
     predicates |= Predicate.objects.in_bulk(missing) if missing else {}
@@ -110,31 +118,80 @@ def _fill_queue_rows(rows, scopes: dict[int, Scope]) -> list[Conflict]:
     return page
 
 
+def _members(conflict: Conflict) -> list[ConflictMember]:
+    """The members with their facts (scope, subject, object, author), oldest recorded first."""
+    found = rows(_MEMBERS_SQL, {"conflict": conflict.pk})
+    members = []
+    for row in found:
+        member = _MEMBER.build(row)
+        member.conflict = conflict
+        member.fact = fact_from_row(row, _MEMBER.width)
+        members.append(member)
+    return members
+
+
 def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
     """The slot's facts the viewer may read, newest last: its history.
 
-    Scope, predicate, source type and author are filled in together with the
-    members' facts, by the caller (one query for each, not two).
+    The slot is the conflict's scope and subject, and its predicate or every
+    predicate of its exclusion group; only the members' buckets. The viewer
+    may read the conflict's scope (``visible_conflict``), so of
+    ``readable_by`` only the rule for ``user`` facts is left to apply: their
+    author's, or visible to a steward of the scope.
     """
-    group = conflict.predicate.exclusion_group
-    predicates = (
-        Predicate.objects.filter(exclusion_group=group)
-        if group
-        else Predicate.objects.filter(pk=conflict.predicate_id)
+    readable = readable_scope_ids(request.user)
+    found = rows(
+        _SLOT_HISTORY_SQL,
+        {
+            "scope": conflict.scope_id,
+            "subject": conflict.subject_id,
+            "predicate": conflict.predicate_id,
+            "group": conflict.predicate.exclusion_group,
+            "buckets": sorted({member.fact.bucket for member in members}),
+            "user": request.user.pk,
+            "steward": readable is None or conflict.scope_id in steward_scope_ids(request.user),
+            "limit": SLOT_HISTORY_LIMIT,
+        },
     )
-    buckets = {member.fact.bucket for member in members}
-    history = (
-        Fact.objects.readable_by(request.user)
-        .filter(
-            scope=conflict.scope_id,
-            subject=conflict.subject_id,
-            predicate__in=predicates,
-            bucket__in=buckets,
-        )
-        .select_related("subject", "object_ref", "invalidated_by")
-        .order_by("-recorded_at", "-id")[:SLOT_HISTORY_LIMIT]
-    )
-    return sorted(history, key=lambda fact: (fact.recorded_at, fact.pk))
+    history = []
+    for row in reversed(found):
+        fact = fact_from_row(row)
+        fact.invalidated_by = _RULER.build(row, FACT_ROW_WIDTH)
+        history.append(fact)
+    return history
+
+
+_MEMBER = Columns(ConflictMember, "m")
+_RULER = Columns(get_user_model(), "iu", ["id", "username"])
+_MEMBERS_SQL = f"""
+SELECT {_MEMBER.sql}, {FACT_ROW_COLUMNS}
+  FROM {ConflictMember._meta.db_table} m
+  JOIN {Fact._meta.db_table} f ON f.id = m.fact_id {FACT_ROW_JOINS}
+ WHERE m.conflict_id = %(conflict)s
+ ORDER BY f.recorded_at, f.id
+"""
+_SLOT_HISTORY_SQL = f"""
+SELECT {FACT_ROW_COLUMNS}, {_RULER.sql}
+  FROM {Fact._meta.db_table} f {FACT_ROW_JOINS}
+  LEFT JOIN {get_user_model()._meta.db_table} iu ON iu.id = f.invalidated_by_id
+ WHERE f.scope_id = %(scope)s AND f.subject_id = %(subject)s
+   AND f.predicate_id IN (
+       SELECT p.id FROM {Predicate._meta.db_table} p
+        WHERE p.id = %(predicate)s OR (%(group)s <> '' AND p.exclusion_group = %(group)s))
+   AND f.bucket = ANY(%(buckets)s::text[])
+   AND (f.bucket = 'system' OR f.author_id = %(user)s OR %(steward)s)
+ ORDER BY f.recorded_at DESC, f.id DESC
+ LIMIT %(limit)s
+"""
+# Earlier conflicts on the slot show their kind, dates, resolution and reason.
+_EARLIER = Columns(Conflict, "c")
+_EARLIER_SQL = f"""
+SELECT {_EARLIER.sql} FROM {Conflict._meta.db_table} c
+ WHERE c.scope_id = %(scope)s AND c.subject_id = %(subject)s
+   AND c.predicate_id = %(predicate)s AND c.id <> %(conflict)s
+ ORDER BY c.opened_at DESC
+ LIMIT 20
+"""
 
 
 def _timeline(
@@ -170,16 +227,9 @@ def _timeline(
 
 def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | None = None):
     now = timezone.now()
-    members = list(
-        conflict.members.select_related("fact__subject", "fact__object_ref").order_by(
-            "fact__recorded_at", "fact_id"
-        )
-    )
+    members = _members(conflict)
     history = _slot_facts(request, conflict, members)
-    # Members and history all lie in the conflict's scope, read with it.
-    fill_small_relations(
-        [*(member.fact for member in members), *history], {conflict.scope_id: conflict.scope}
-    )
+    attach_vocabulary([*(member.fact for member in members), *history])
     statuses = admission_statuses([member.fact for member in members])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     candidates = [
@@ -196,14 +246,18 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         }
         for member in members
     ]
-    earlier = (
-        Conflict.objects.filter(
-            scope=conflict.scope_id, subject=conflict.subject_id, predicate=conflict.predicate_id
+    earlier = [
+        _EARLIER.build(row)
+        for row in rows(
+            _EARLIER_SQL,
+            {
+                "scope": conflict.scope_id,
+                "subject": conflict.subject_id,
+                "predicate": conflict.predicate_id,
+                "conflict": conflict.pk,
+            },
         )
-        .exclude(pk=conflict.pk)
-        .select_related("resolved_by")
-        .order_by("-opened_at")[:20]
-    )
+    ]
     steward = conflict.is_open and may_resolve(request.user, conflict)
     return {
         "conflict": conflict,
