@@ -12,8 +12,9 @@ from typing import Any, Literal
 from uuid import UUID
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router
 from ninja.responses import Status
+from pydantic import BaseModel
 
 from admissions import status as fold
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
@@ -100,12 +101,12 @@ class CorrectionIn(Body):
     evidence: list[EvidenceIn] | None = Field(None, max_length=100)
 
 
-class EvidenceOut(Schema):
+class EvidenceOut(BaseModel):
     ref: str
     quote: str
 
 
-class RecordOut(Schema):
+class RecordOut(BaseModel):
     id: UUID
     fact: UUID
     role: Literal["admission", "challenge", "refutation"]
@@ -117,7 +118,7 @@ class RecordOut(Schema):
     inserted_at: datetime
 
 
-class RecordPage(Schema):
+class RecordPage(BaseModel):
     results: list[RecordOut]
     next: str | None
 

@@ -28,6 +28,7 @@ from accounts.tokens import RateLimited, token_for_secret
 from admissions import api as admissions_api
 from memories import api as memories_api
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.schemas import EvidenceItem
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -142,9 +143,12 @@ def _field_name(loc: tuple | list) -> str | None:
 
 
 # The names the routers give their body parameters, never a field of a body;
-# and the tags pydantic adds to a location inside a union or validator.
+# and the tags pydantic adds to a location inside a union or validator: a
+# type's name, or a model's class name (an evidence item is a model or a string).
 _BODY_PARAMETERS = frozenset({"payload"})
-_NOT_FIELDS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+_NOT_FIELDS = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "none", EvidenceItem.__name__}
+)
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -5,6 +5,13 @@ JSON number, never a string that looks like one); text may not hold NUL,
 which PostgreSQL cannot store; times are ISO 8601 strings. What the schema
 cannot say (an unknown predicate, an interval that ends before it starts) the
 actions refuse, also with a 400 naming the field.
+
+Bodies and answers are plain pydantic models rather than django-ninja's
+``Schema``: that class reads every value through a wrapper made for ORM
+objects (and validates a body that refuses unknown fields twice, once
+without the wrapper and once with it), while every body here is parsed JSON
+and every answer a dict. The OpenAPI document is the same either way. Query
+parameters stay a ``Schema``, which is how django-ninja reads them.
 """
 
 from datetime import UTC, datetime
@@ -15,6 +22,7 @@ from django.http import HttpRequest
 from ninja import Field, Schema
 from pydantic import (
     AfterValidator,
+    BaseModel,
     BeforeValidator,
     ConfigDict,
     Strict,
@@ -67,7 +75,7 @@ Instant = Annotated[
 Number = Annotated[float, Strict()]
 
 
-class Body(Schema):
+class Body(BaseModel):
     """An input body: unknown fields are refused, types are not coerced."""
 
     model_config = ConfigDict(extra="forbid")
@@ -158,23 +166,23 @@ class ConflictQuery(Page):
 # --- output shapes -----------------------------------------------------------------
 
 
-class ErrorOut(Schema):
+class ErrorOut(BaseModel):
     code: str
     message: str
     field: str | None = None
 
 
-class AdmissionOut(Schema):
+class AdmissionOut(BaseModel):
     status: Literal["candidate", "admitted", "rejected", "suspended"] | None
     explanation: str
 
 
-class EvidenceOut(Schema):
+class EvidenceOut(BaseModel):
     ref: str
     quote: str
 
 
-class FactOut(Schema):
+class FactOut(BaseModel):
     id: UUID
     scope: str
     subject: str
@@ -199,7 +207,7 @@ class FactOut(Schema):
     admission: AdmissionOut
 
 
-class AssertOut(Schema):
+class AssertOut(BaseModel):
     status: Literal["created", "reinforced", "superseded", "flagged"]
     reason: str | None
     fact: FactOut
@@ -208,31 +216,31 @@ class AssertOut(Schema):
     conflict: UUID | None
 
 
-class InvalidateOut(Schema):
+class InvalidateOut(BaseModel):
     status: Literal["invalidated"]
     fact_id: UUID
     at: datetime
 
 
-class DisputeOut(Schema):
+class DisputeOut(BaseModel):
     conflict: UUID
     kind: str
     opened_at: datetime
     candidates: list[UUID] = Field(description="The standing facts the value collided with.")
 
 
-class ContestedValueOut(Schema):
+class ContestedValueOut(BaseModel):
     fact: FactOut
     disputes: list[DisputeOut]
 
 
-class ContestedSlotOut(Schema):
+class ContestedSlotOut(BaseModel):
     subject: str
     predicate: str
     values: list[ContestedValueOut]
 
 
-class TruthOut(Schema):
+class TruthOut(BaseModel):
     results: list[FactOut]
     next: str | None
     as_of: datetime
@@ -242,7 +250,7 @@ class TruthOut(Schema):
     )
 
 
-class OutcomeOut(Schema):
+class OutcomeOut(BaseModel):
     id: UUID
     outcome: str
     fact_ids: list[UUID]
@@ -253,7 +261,7 @@ class ConflictFactOut(FactOut):
     role: Literal["incoming", "existing"]
 
 
-class ConflictOut(Schema):
+class ConflictOut(BaseModel):
     id: UUID
     scope: str
     kind: str
@@ -266,24 +274,24 @@ class ConflictOut(Schema):
     reason: str
 
 
-class ConflictPage(Schema):
+class ConflictPage(BaseModel):
     results: list[ConflictOut]
     next: str | None
 
 
-class FactRefOut(Schema):
+class FactRefOut(BaseModel):
     id: UUID
     subject: str
     predicate: str
     object: str
 
 
-class NotReinstatedOut(Schema):
+class NotReinstatedOut(BaseModel):
     fact: FactRefOut
     why: str
 
 
-class WithdrawalOut(Schema):
+class WithdrawalOut(BaseModel):
     episode: str
     scope: str
     dry_run: bool
@@ -294,8 +302,8 @@ class WithdrawalOut(Schema):
     closed_conflicts: list[UUID]
 
 
-READ_ERRORS: dict[int, type[Schema]] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
-WRITE_ERRORS: dict[int, type[Schema]] = {
+READ_ERRORS: dict[int, type[BaseModel]] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+WRITE_ERRORS: dict[int, type[BaseModel]] = {
     400: ErrorOut,
     401: ErrorOut,
     403: ErrorOut,
