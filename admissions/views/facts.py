@@ -11,6 +11,7 @@ steward) — are plain forms; with htmx the status panel is swapped in place.
 from collections.abc import Iterable
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -23,16 +24,28 @@ from admissions.actions import correct_fact, file_challenge, record_verdict, ref
 from admissions.forms import ChallengeForm, CorrectForm, FactFilterForm, RefuteForm, VerdictForm
 from admissions.models import Record, Role
 from admissions.selectors import (
-    fact_records,
     fact_status,
     recall,
     with_admission_status,
 )
 from memories.actions import may_end
 from memories.errors import NotFound, Rejected
-from memories.lookups import readable_fact
+from memories.lookups import (
+    Columns,
+    readable_fact,
+    rows,
+)
 from memories.merges import merge_target_id, visible_entity
-from memories.models import Bucket, ConflictMember, Fact, Scope
+from memories.models import (
+    Bucket,
+    Conflict,
+    ConflictMember,
+    Entity,
+    Fact,
+    Outcome,
+    Predicate,
+    Scope,
+)
 from memories.normalize import value_key
 from memories.roles import is_steward_of
 from memories.views import (
@@ -43,6 +56,7 @@ from memories.views import (
     paginate,
     refusals,
 )
+from memories.vocabulary import attach_vocabulary
 
 CHAIN_LIMIT = 25
 
@@ -115,25 +129,115 @@ def facts(request: HttpRequest) -> HttpResponse:
 
 
 def _chain(fact: Fact) -> list[Fact]:
-    """The supersession chain through ``fact``, oldest first (bounded both ways)."""
-    links = Fact.objects.select_related("object_ref")
+    """The supersession chain through ``fact``, oldest first (bounded both ways).
+
+    Each link is one small statement (most facts have no link at all, so
+    most pages ask once); a recursive query for the whole chain took
+    PostgreSQL longer to plan than these take to run.
+    """
     before: list[Fact] = []
     current = fact
     for _ in range(CHAIN_LIMIT):
-        previous = links.filter(superseded_by=current).order_by("recorded_at").first()
-        if previous is None:
+        found = rows(_PREVIOUS_LINK_SQL, {"fact": current.pk})
+        if not found:
             break
-        before.insert(0, previous)
-        current = previous
+        current = _link(found[0])
+        before.insert(0, current)
     after: list[Fact] = []
     current = fact
     for _ in range(CHAIN_LIMIT):
         if current.superseded_by_id is None:
             break
-        current = links.get(pk=current.superseded_by_id)
+        current = _link(rows(_LINK_SQL, {"fact": current.superseded_by_id})[0])
         after.append(current)
-    fill_small_relations([*before, *after])
+    attach_vocabulary([*before, *after])
     return [*before, fact, *after]
+
+
+def _link(row) -> Fact:
+    link = _LINK.build(row)
+    link.object_ref = _OBJECT.build(row, _LINK.width)
+    return link
+
+
+# A link shows its object and source, valid times and id.
+_LINK = Columns(Fact, "f")
+_OBJECT = Columns(Entity, "o")
+_LINK_COLUMNS = f"""SELECT {_LINK.sql}, {_OBJECT.sql} FROM {Fact._meta.db_table} f
+  LEFT JOIN {Entity._meta.db_table} o ON o.id = f.object_ref_id"""
+_PREVIOUS_LINK_SQL = f"""{_LINK_COLUMNS}
+ WHERE f.superseded_by_id = %(fact)s ORDER BY f.recorded_at, f.id LIMIT 1"""
+_LINK_SQL = f"{_LINK_COLUMNS} WHERE f.id = %(fact)s"
+
+
+def _records(fact: Fact) -> list[Record]:
+    """The fact's records oldest first, each with its author (username): what the page lists."""
+    found = rows(_RECORDS_SQL, {"fact": fact.pk})
+    records = []
+    for row in found:
+        record = _RECORD.build(row)
+        record.author = _USER.build(row, _RECORD.width)
+        records.append(record)
+    return records
+
+
+def _memberships(fact: Fact) -> list[ConflictMember]:
+    """The conflicts the fact is a member of, newest first, with their subject and predicate."""
+    found = rows(_MEMBERSHIPS_SQL, {"fact": fact.pk})
+    memberships = []
+    for row in found:
+        member = _MEMBER.build(row)
+        member.conflict = conflict = _CONFLICT.build(row, _MEMBER.width)
+        at = _MEMBER.width + _CONFLICT.width
+        conflict.subject = _ENTITY.build(row, at)
+        conflict.predicate = _PREDICATE.build(row, at + _ENTITY.width)
+        memberships.append(member)
+    return memberships
+
+
+def _receipts(fact: Fact) -> list[Outcome]:
+    """The latest accepted work reported as using the fact, with who reported it."""
+    found = rows(_RECEIPTS_SQL, {"fact": fact.pk})
+    receipts = []
+    for row in found:
+        outcome = _OUTCOME.build(row)
+        outcome.reported_by = _USER.build(row, _OUTCOME.width)
+        receipts.append(outcome)
+    return receipts
+
+
+_USER = Columns(get_user_model(), "u", ["id", "username"])
+_USER_TABLE = get_user_model()._meta.db_table
+_RECORD = Columns(Record, "r")
+_RECORDS_SQL = f"""
+SELECT {_RECORD.sql}, {_USER.sql}
+  FROM {Record._meta.db_table} r JOIN {_USER_TABLE} u ON u.id = r.author_id
+ WHERE r.fact_id = %(fact)s
+ ORDER BY r.inserted_at, r.id
+"""
+_MEMBER = Columns(ConflictMember, "m")
+_CONFLICT = Columns(Conflict, "c")
+_ENTITY = Columns(Entity, "e")
+_PREDICATE = Columns(Predicate, "p")
+_MEMBERSHIPS_SQL = f"""
+SELECT {_MEMBER.sql}, {_CONFLICT.sql}, {_ENTITY.sql}, {_PREDICATE.sql}
+  FROM {ConflictMember._meta.db_table} m
+  JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
+  JOIN {Entity._meta.db_table} e ON e.id = c.subject_id
+  JOIN {Predicate._meta.db_table} p ON p.id = c.predicate_id
+ WHERE m.fact_id = %(fact)s
+ ORDER BY c.opened_at DESC
+"""
+_OUTCOME = Columns(Outcome, "o")
+_RECEIPTS_SQL = f"""
+SELECT {_OUTCOME.sql}, {_USER.sql}
+  FROM {Outcome._meta.db_table} o
+  JOIN {Outcome.facts.through._meta.db_table} used ON used.outcome_id = o.id
+  JOIN {_USER_TABLE} u ON u.id = o.reported_by_id
+ WHERE used.fact_id = %(fact)s
+ ORDER BY o.reported_at DESC
+ LIMIT 50
+"""
 
 
 def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -> dict:
@@ -141,7 +245,7 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
     now = timezone.now()
     steward = is_steward_of(request.user, fact.scope)
     system = fact.bucket == Bucket.SYSTEM
-    records = list(fact_records(fact)) if system else []
+    records = _records(fact) if system else []
     refuted = {record.challenge_id for record in records if record.role == Role.REFUTATION}
     entries = [
         {
@@ -152,11 +256,6 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
         }
         for record in records
     ]
-    memberships = (
-        ConflictMember.objects.filter(fact=fact)
-        .select_related("conflict__subject", "conflict__predicate")
-        .order_by("-conflict__opened_at")
-    )
     may_correct = fact.is_live and may_end(request.user, fact)
     return {
         "fact": fact,
@@ -165,8 +264,8 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
         "status": fact_status(fact) if system else None,
         "records": entries,
         "chain": _chain(fact),
-        "memberships": memberships,
-        "receipts": fact.outcomes.select_related("reported_by").order_by("-reported_at")[:50],
+        "memberships": _memberships(fact),
+        "receipts": _receipts(fact),
         "is_steward": steward,
         "may_challenge": system,
         "may_correct": may_correct,
