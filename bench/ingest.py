@@ -107,22 +107,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=1_000)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="default: as import_facts (one per CPU, max 4)"
+    )
     options = parser.parse_args()
     start_django(DATABASE)
     try:
-        run(options.facts, options.batch_size)
+        run(options.facts, options.batch_size, options.workers)
     finally:
         drop_database(DATABASE)
 
 
-def run(count: int, batch_size: int) -> None:
+def run(count: int, batch_size: int, workers: int | None) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
-    from memories.ingest import import_lines, read_lines
+    from memories.ingest import default_workers, import_lines, read_lines
     from memories.models import Entity, Fact, Predicate, Scope, SourceType
     from memories.normalize import value_key
 
+    workers = workers or default_workers()
     user = User.objects.create_user("bench")
     Scope.objects.create(name="bench").members.add(user)
     rows = assertions(count)
@@ -133,7 +137,7 @@ def run(count: int, batch_size: int) -> None:
 
         def ours() -> None:
             report["result"] = import_lines(
-                read_lines(str(path)), actor=user, batch_size=batch_size
+                read_lines(str(path)), actor=user, batch_size=batch_size, workers=workers
             )
 
         ours_seconds = timed(ours)
@@ -219,7 +223,7 @@ def run(count: int, batch_size: int) -> None:
     raw_rate = rate(count, raw_seconds)
     bare_rate = rate(count, bare_seconds)
     stored = Fact.objects.count()
-    print(f"facts in the file        {count:>10,}   (batches of {batch_size:,})")
+    print(f"facts in the file        {count:>10,}   (batches of {batch_size:,}, {workers} workers)")
     print(
         "outcomes                 "
         + ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("created", "reinforced", "superseded"))

@@ -100,6 +100,7 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
         return
     predicate_ids = {name: row.pk for name, row in vocab.predicates.items()}
     source_ids = {name: row.pk for name, row in vocab.sources.items()}
+    author = actor.pk
     with server_cursor() as cursor, cursor.copy(_COPY_FACTS) as copy:
         # Declared once, so each value is not looked at to find how to send it.
         copy.set_types(_FACT_TYPES)
@@ -121,14 +122,14 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
                     f.row["episode"],
                     f.row["statement"],
                     [item.as_dict() for item in f.evidence],
-                    actor.pk,
+                    author,
                     f.bucket,
                     f.t_valid,
                     f.t_invalid,
                     f.row["recorded_at"],
                     f.last_reinforced_at,
                     f.invalidated_at,
-                    actor.pk if closed else None,
+                    author if closed else None,
                     InvalidationKind.SUPERSEDED if closed else "",
                     f.invalidation_reason,
                     f.superseded_by,

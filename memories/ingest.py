@@ -33,8 +33,12 @@ make impossible) is retried one line at a time through ``assert_fact``, so a
 single bad line can never take the rest of the file with it.
 """
 
+import contextlib
 import json
+import multiprocessing
+import os
 import sys
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -42,12 +46,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
 from memories import decisions
 from memories.actions import assert_fact
-from memories.batch import Line, LineOutcome, decide_and_write, rejected
+from memories.batch import Line, LineOutcome, decide_and_write, outcome_as_tuple, rejected
 from memories.batch_writes import server_cursor
 from memories.decisions import Rejected
 from memories.errors import NotFound
@@ -64,6 +68,7 @@ from memories.slots import lock_slots
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 BATCH_SIZE = 1_000
+MAX_WORKERS = 4
 TICK = timedelta(microseconds=1)
 
 
@@ -88,6 +93,7 @@ def import_lines(
     now: datetime | None = None,
     batch_size: int = BATCH_SIZE,
     on_progress: Callable[[int], None] | None = None,
+    workers: int = 1,
 ) -> ImportReport:
     """Assert each JSONL line as ``actor``; ``episode`` fills in lines that name none.
 
@@ -95,24 +101,52 @@ def import_lines(
     asserted at ``now + i µs``, which is what a test comparing this with
     one-by-one ``assert_fact`` calls needs. Without it each batch reads the
     clock under its locks.
+
+    With ``workers`` above 1 the slots are decided in that many processes
+    (see ``_import_in_parallel``); the outcomes are the same. Inside a
+    transaction the import stays in this process: other processes could not
+    see what the transaction has not committed.
     """
-    report = ImportReport()
     clock = _Clock(now)
+    if workers > 1 and not connection.in_atomic_block:
+        return _import_in_parallel(
+            lines,
+            actor=actor,
+            episode=episode,
+            clock=clock,
+            batch_size=batch_size,
+            on_progress=on_progress,
+            workers=workers,
+        )
+    report = ImportReport()
+    for batch in _batches(lines, batch_size):
+        report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
+        if on_progress:
+            on_progress(len(batch))
+    return report
+
+
+def _batches(lines: Iterable[str], size: int) -> Iterator[list[tuple[int, str]]]:
+    """The non-blank lines with their numbers in the file, ``size`` at a time."""
     batch: list[tuple[int, str]] = []
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         batch.append((number, text))
-        if len(batch) >= batch_size:
-            report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
-            if on_progress:
-                on_progress(len(batch))
+        if len(batch) >= size:
+            yield batch
             batch = []
     if batch:
-        report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
-        if on_progress:
-            on_progress(len(batch))
-    return report
+        yield batch
+
+
+def default_workers() -> int:
+    """One worker process per CPU this process may run on, at most ``MAX_WORKERS``."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cpus))
 
 
 class _Clock:
@@ -142,8 +176,28 @@ class _Clock:
 def _import_batch(
     batch: list[tuple[int, str]], *, actor, episode: str | None, clock: _Clock
 ) -> list[LineOutcome]:
-    start = clock.batch_start()
-    stamps = clock.take(start, len(batch))
+    outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+    try:
+        with transaction.atomic():
+            created = _resolve_entities(lines)
+            decided, rejected_late = _decide_locked(lines, actor=actor, clock=clock)
+            if rejected_late:
+                _drop_unused_entities(created)
+            outcomes.update(decided)
+    except DatabaseError:
+        # Should never happen; if it does, no line of the batch was written.
+        # Assert them one by one so one bad line costs only itself.
+        texts = dict(batch)
+        for line in lines:
+            outcomes[line.number] = _one_by_one(line, actor=actor, text=texts[line.number])
+    return [outcomes[number] for number, _ in batch]
+
+
+def _check_lines(
+    batch: list[tuple[int, str]], *, actor, episode: str | None, clock: _Clock
+) -> tuple[dict[int, LineOutcome], list[Line]]:
+    """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines."""
+    stamps = clock.take(clock.batch_start(), len(batch))
     outcomes: dict[int, LineOutcome] = {}
     raws: list[tuple[int, dict[str, Any], datetime]] = []
     for (number, text), stamp in zip(batch, stamps, strict=True):
@@ -161,15 +215,7 @@ def _import_batch(
             outcomes[number] = rejected(number, refused.field, refused.message)
             continue
         lines.append(line)
-    try:
-        with transaction.atomic():
-            outcomes.update(_apply_batch(lines, actor=actor, vocab=vocab, clock=clock))
-    except DatabaseError:
-        # Should never happen; if it does, no line of the batch was written.
-        # Assert them one by one so one bad line costs only itself.
-        for line in lines:
-            outcomes[line.number] = _one_by_one(line, actor=actor, batch=batch)
-    return [outcomes[number] for number, _ in batch]
+    return outcomes, lines
 
 
 def _json_object(text: str, episode: str | None) -> dict[str, Any]:
@@ -213,11 +259,10 @@ def _parse(number, raw, actor, vocab, scopes, *, now: datetime) -> Line:
     scope = scopes[assertion.scope]
     if scope is None:
         raise Rejected("scope", "not found")
-    return Line(number=number, assertion=assertion, scope=scope, now=now)
+    return Line(number=number, assertion=assertion, scope_id=scope.pk, now=now)
 
 
-def _one_by_one(line: Line, *, actor, batch) -> LineOutcome:
-    text = dict(batch)[line.number]
+def _one_by_one(line: Line, *, actor, text: str) -> LineOutcome:
     data = json.loads(text)
     if line.assertion.episode and not data.get("episode"):
         data["episode"] = line.assertion.episode
@@ -242,14 +287,22 @@ def _one_by_one(line: Line, *, actor, batch) -> LineOutcome:
     )
 
 
-def _apply_batch(
-    lines: list[Line], *, actor, vocab: LoadedVocabulary, clock: _Clock
-) -> Iterator[tuple[int, LineOutcome]]:
+def _decide_locked(
+    lines: list[Line], *, actor, clock: _Clock
+) -> tuple[list[tuple[int, LineOutcome]], bool]:
+    """Lock the lines' slots, decide them in order and write the result (in a transaction).
+
+    The lines' subjects and entity objects are resolved already. Returns the
+    outcomes, and whether a line was refused only under the locks.
+    """
     if not lines:
-        return iter(())
-    created_entities = _resolve_entities(lines)
+        return [], False
+    vocab = _vocabulary_for(
+        {"predicate": line.assertion.predicate, "source_type": line.assertion.source_type}
+        for line in lines
+    )
     lock_slots(
-        (line.scope.pk, line.subject_id, vocab.spec.slot_name(line.assertion.predicate))
+        (line.scope_id, line.subject_id, vocab.spec.slot_name(line.assertion.predicate))
         for line in lines
     )
     if not clock.fixed:
@@ -259,10 +312,141 @@ def _apply_batch(
         start = clock.batch_start()
         for line, stamp in zip(lines, clock.take(start, len(lines)), strict=False):
             line.now = stamp
-    outcomes, rejected_late = decide_and_write(lines, actor=actor, vocab=vocab)
+    return decide_and_write(lines, actor=actor, vocab=vocab)
+
+
+# --- in parallel ---------------------------------------------------------------------
+#
+# Slots never interact: a line's decision reads only its own slot (its
+# subject's facts under its predicate or exclusion group). So once each
+# line's subject is resolved to an entity, the lines can be split by subject
+# among worker processes, each deciding its share in file order on its own
+# connection, and every slot sees exactly the sequence of lines it would
+# see in one process. This process reads and checks the lines and resolves
+# (and creates) their entities in file order, so a new entity still takes
+# the spelling of its first mention; the workers lock, decide and write.
+# Workers never wait for each other: their slot locks, facts and conflicts
+# are disjoint, and only this process writes entities.
+
+
+def _import_in_parallel(
+    lines: Iterable[str],
+    *,
+    actor,
+    episode: str | None,
+    clock: _Clock,
+    batch_size: int,
+    on_progress: Callable[[int], None] | None,
+    workers: int,
+) -> ImportReport:
+    # Forked workers must not share this process's connection: close it, and
+    # each side opens its own on first use.
+    connections.close_all()
+    context = multiprocessing.get_context("fork")
+    pipes = []
+    processes = []
+    for _ in range(workers):
+        ours, theirs = context.Pipe()
+        process = context.Process(
+            target=_worker, args=(theirs, actor, clock.next if clock.fixed else None)
+        )
+        process.start()
+        theirs.close()
+        pipes.append(ours)
+        processes.append(process)
+
+    outcomes: dict[int, LineOutcome] = {}
+    created: list[int] = []
+    busy = [False] * workers
+    rejected_late = False
+
+    def collect(worker: int) -> None:
+        nonlocal rejected_late
+        message = pipes[worker].recv()
+        if message[0] == "failed":
+            raise ImportWorkerError(message[1])
+        _, decided, late = message
+        outcomes.update((values[0], LineOutcome(*values)) for values in decided)
+        rejected_late = rejected_late or late
+        busy[worker] = False
+        if on_progress:
+            on_progress(len(decided))
+
+    try:
+        for batch in _batches(lines, batch_size * workers):
+            checked, parsed = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+            outcomes.update(checked)
+            if on_progress and checked:
+                on_progress(len(checked))
+            if not parsed:
+                continue
+            with transaction.atomic():
+                created += _resolve_entities(parsed)
+            shares: list[list[Line]] = [[] for _ in range(workers)]
+            for line in parsed:
+                shares[line.subject_id % workers].append(line)
+            texts = dict(batch)
+            for worker, share in enumerate(shares):
+                if not share:
+                    continue
+                if busy[worker]:
+                    collect(worker)
+                # A worker holds one share at a time: neither side can block
+                # sending while the other is blocked sending back.
+                pipes[worker].send(
+                    (
+                        [line.as_tuple() for line in share],
+                        {line.number: texts[line.number] for line in share},
+                    )
+                )
+                busy[worker] = True
+        for worker in range(workers):
+            if busy[worker]:
+                collect(worker)
+    finally:
+        for pipe, process in zip(pipes, processes, strict=True):
+            with contextlib.suppress(OSError):
+                pipe.send(None)
+            pipe.close()
+            process.join(timeout=30)
+            if process.is_alive():
+                process.terminate()
     if rejected_late:
-        _drop_unused_entities(created_entities)
-    return iter(outcomes)
+        _drop_unused_entities(created)
+    report = ImportReport()
+    report.outcomes = [outcomes[number] for number in sorted(outcomes)]
+    return report
+
+
+class ImportWorkerError(RuntimeError):
+    """A worker process stopped on an error no line could explain; the message holds its trace."""
+
+
+def _worker(pipe, actor, fixed_start: datetime | None) -> None:
+    """One worker: decide each share it is sent, send back its outcomes, until sent None."""
+    clock = _Clock(fixed_start)
+    try:
+        while (message := pipe.recv()) is not None:
+            packed, texts = message
+            lines = [Line.from_tuple(values) for values in packed]
+            try:
+                with transaction.atomic():
+                    decided, late = _decide_locked(lines, actor=actor, clock=clock)
+            except DatabaseError:
+                decided = [
+                    (line.number, _one_by_one(line, actor=actor, text=texts[line.number]))
+                    for line in lines
+                ]
+                late = False
+            pipe.send(("decided", [outcome_as_tuple(o) for _, o in decided], late))
+    except EOFError:
+        pass  # the importing process went away: nothing more to do
+    except BaseException:
+        with contextlib.suppress(OSError):
+            pipe.send(("failed", traceback.format_exc()))
+    finally:
+        connections.close_all()
+        pipe.close()
 
 
 # --- entities ------------------------------------------------------------------------
@@ -294,7 +478,7 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
     # first of one-by-one assertions would.
     wanted: dict[int, dict[str, str]] = {}
     for line in lines:
-        names = wanted.setdefault(line.scope.pk, {})
+        names = wanted.setdefault(line.scope_id, {})
         a = line.assertion
         names.setdefault(value_key(a.subject), a.subject.strip())
         if a.object_kind == ObjectKind.ENTITY:
@@ -326,9 +510,9 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
 
     for line in lines:
         a = line.assertion
-        line.subject_id = ids[(line.scope.pk, value_key(a.subject))]
+        line.subject_id = ids[(line.scope_id, value_key(a.subject))]
         if a.object_kind == ObjectKind.ENTITY:
-            line.object_ref_id = ids[(line.scope.pk, value_key(a.object))]
+            line.object_ref_id = ids[(line.scope_id, value_key(a.object))]
             line.object_key = str(line.object_ref_id)
         else:
             line.object_key = value_key(a.object)

@@ -267,6 +267,18 @@ def snapshot(scope: Scope) -> dict:
 
 @pytest.mark.parametrize("batch_size", [4, 1_000])
 def test_batches_end_exactly_where_one_by_one_assertions_end(member, steward, batch_size):
+    compare_with_one_by_one(member, steward, batch_size=batch_size)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("batch_size", [2, 1_000])
+def test_worker_processes_end_exactly_where_one_by_one_assertions_end(member, steward, batch_size):
+    # Committed data, so the worker processes see the scopes and accounts;
+    # with batches of 2 each worker is sent many shares.
+    compare_with_one_by_one(member, steward, batch_size=batch_size, workers=2)
+
+
+def compare_with_one_by_one(member, steward, **options) -> None:
     expected = [outcome for _, outcome in MIXED]
     Scope.objects.create(name="elsewhere")
     alone = Scope.objects.create(name="one-by-one")
@@ -279,7 +291,7 @@ def test_batches_end_exactly_where_one_by_one_assertions_end(member, steward, ba
     prepare(batched, member, steward)
 
     assert one_by_one(jsonl("one-by-one"), member) == expected
-    report = import_lines(jsonl("batched"), actor=member, now=START, batch_size=batch_size)
+    report = import_lines(jsonl("batched"), actor=member, now=START, **options)
     assert [label(outcome) for outcome in report.outcomes] == expected
 
     before, after = snapshot(alone), snapshot(batched)

@@ -6,10 +6,10 @@ decisions as asserting each line on its own (``memories.ingest``).
 
 import os
 
+import tqdm
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
-from memories.ingest import BATCH_SIZE, import_lines, read_lines
+from memories.ingest import BATCH_SIZE, default_workers, import_lines, read_lines
 from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
 
 STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
@@ -32,15 +32,28 @@ class Command(BaseCommand):
             help=f"The account the facts are written as (default: {SHELL_ACCOUNT}).",
         )
         parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=default_workers(),
+            help="Processes deciding the slots in parallel (default: one per CPU, at most 4).",
+        )
 
-    def handle(self, *args, file: str, episode, username, batch_size: int, **options) -> None:
+    def handle(
+        self, *args, file: str, episode, username, batch_size: int, workers: int, **options
+    ) -> None:
         if file != "-" and not os.path.isfile(file):
             raise CommandError(f"No such file: {file}")
         if batch_size < 1:
             raise CommandError("--batch-size must be at least 1")
+        if workers < 1:
+            raise CommandError("--workers must be at least 1")
         actor = acting_account(username)
         total = None if file == "-" else _count_lines(file)
-        with tqdm(
+        # No monitor thread: the workers are forked, and forking a process
+        # with threads risks a child inheriting a lock another thread held.
+        tqdm.tqdm.monitor_interval = 0
+        with tqdm.tqdm(
             total=total,
             unit=" lines",
             desc="Importing",
@@ -54,6 +67,7 @@ class Command(BaseCommand):
                     episode=episode,
                     batch_size=batch_size,
                     on_progress=bar.update,
+                    workers=workers,
                 )
             except UnicodeDecodeError as error:
                 raise CommandError(f"{file} is not UTF-8 text: {error}") from None
