@@ -68,6 +68,50 @@ def test_conflict_queue_lists_subject_predicate_and_objects_linking_by_subject(a
     assert "GraphQL" in page
 
 
+def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
+    as_steward, as_outsider, steward, member, outsider, other_scope, world
+):
+    from memories.actions import resolve_conflict
+    from tests.conftest import at
+
+    from .conftest import write
+
+    def conflict_on(subject, scope="project"):
+        decision = {"epistemic": "commitment", "scope": scope, "now": at("2026-05-01T09:00")}
+        write(steward, subject, "core/decided-against", "GraphQL", "decision-record", **decision)
+        return write(member, subject, "core/prefers", "GraphQL", "session-log", scope=scope)
+
+    other_scope.members.add(member)
+    second = conflict_on("web-layer").conflict
+    third = conflict_on("db-layer").conflict
+    elsewhere = conflict_on("edge", scope="elsewhere").conflict
+    resolve_conflict(actor=steward, conflict_id=third.pk, action="dismiss", reason="noise")
+
+    def listed(client, **query):
+        response = client.get(reverse("conflicts"), query)
+        assert response.status_code == 200
+        return [item.pk for item in response.context["page"]]
+
+    opened = sorted([world.conflict, second, elsewhere], key=lambda c: (c.opened_at, c.pk))
+    assert listed(as_steward) == [c.pk for c in opened]
+    assert listed(as_steward, scope="project") == [world.conflict.pk, second.pk]
+    assert listed(as_steward, state="resolved") == [third.pk]
+    everything = sorted(
+        [world.conflict, second, third, elsewhere], key=lambda c: (c.opened_at, c.pk), reverse=True
+    )
+    assert listed(as_steward, state="all") == [c.pk for c in everything]
+    assert listed(as_steward, kind=world.conflict.kind, scope="project") == [
+        world.conflict.pk,
+        second.pk,
+    ]
+    other_kind = next(k for k in ("backdated", "crawler") if k != world.conflict.kind)
+    assert listed(as_steward, kind=other_kind) == []
+    # An account sees only its own scopes' conflicts, whatever it asks for.
+    assert listed(as_outsider, state="all") == [elsewhere.pk]
+    page = as_steward.get(reverse("conflicts"), {"state": "resolved"}).content.decode()
+    assert f"dismissed by {steward.username}" in page
+
+
 def test_conflict_page_shows_candidates_in_recorded_order_with_no_recommendation(as_steward, world):
     response = as_steward.get(reverse("conflict", args=[world.conflict.pk]))
     candidates = [c["fact"].pk for c in response.context["candidates"]]
