@@ -30,8 +30,11 @@ def hot_cursor() -> Iterator[psycopg.Cursor]:
     psycopg prepares a statement that is executed with ``prepare=True``, so
     PostgreSQL plans each of these queries once per connection instead of on
     every assertion (Django's cursors bind on the client and are planned every
-    time). Same connection, so same transaction as the ORM around it; errors
-    arrive as Django's database exceptions, like any other query's.
+    time) -- but only on a connection whose ``prepare_threshold`` is set:
+    Django sets it to None (no prepared statements at all) unless the
+    database OPTIONS name one. Same connection, so same transaction as the
+    ORM around it; errors arrive as Django's database exceptions, like any
+    other query's.
     """
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
@@ -41,12 +44,11 @@ def hot_cursor() -> Iterator[psycopg.Cursor]:
 class Columns:
     """Some of a model's columns in a raw SELECT, and the instance built back from them.
 
-    For the console's hot reads, run as prepared statements on
-    :func:`hot_cursor`: building the same query through the ORM cost more
-    Python than the rest of the page, and PostgreSQL planned it on every
-    request. ``names`` defaults to every concrete field; an instance built
-    from fewer defers the rest, as ``only()`` would. Values go through the
-    fields' own converters (a JSON column arrives as text), as the ORM does.
+    For the console's hot reads, run with :func:`rows`: building the same
+    query through the ORM cost more Python than the rest of the page.
+    ``names`` defaults to every concrete field; an instance built from fewer
+    defers the rest, as ``only()`` would. Values go through the fields' own
+    converters (a JSON column arrives as text), as the ORM does.
     """
 
     def __init__(self, model: type[Model], alias: str, names: Sequence[str] = ()) -> None:
@@ -76,10 +78,15 @@ class Columns:
 
 
 def rows(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
-    """All rows of ``sql``, run as a prepared statement on Django's connection.
+    """All rows of ``sql`` on Django's connection, the values bound by the server.
 
-    Logged like an ORM query whenever Django logs queries (DEBUG, or a test's
-    ``django_assert_num_queries``), so the console's query counts still see it.
+    Asked to be prepared, like the write path's statements: PostgreSQL then
+    plans it once per connection, where the connection allows prepared
+    statements (Django turns them off unless the database OPTIONS set
+    ``prepare_threshold``); otherwise it is planned on each call, as the
+    ORM's queries are. Logged like an ORM query whenever Django logs queries
+    (DEBUG, or a test's ``django_assert_num_queries``), so the console's
+    query counts still see it.
     """
     started = time.perf_counter()
     with hot_cursor() as cursor:

@@ -21,11 +21,10 @@ STEWARDS_GROUP = "stewards"
 def is_global_steward(user) -> bool:
     """A superuser, or an account holding the permission itself or through a group.
 
-    One prepared statement, remembered on the user object (Django's
+    One hand-written statement, remembered on the user object (Django's
     ``has_perm`` would load all of the account's user and group permissions
-    in two queries). Every console page asks, so the statement is planned
-    once per connection instead of on each request: PostgreSQL took longer
-    to plan the ORM's four-table join than to run it.
+    in two queries). Every console page asks, and the ORM's version of this
+    query cost more Python to build than PostgreSQL took to run it.
     """
     if not user.is_authenticated or not user.is_active:
         return False
