@@ -94,6 +94,13 @@ else:
     DATABASES = {
         "default": database_settings(VAR_DIR, env_str("CLAIMGRAPH_DATABASE_NAME", "claimgraph"))
     }
+# The hot statements (write path, token check, hot reads) run on psycopg cursors
+# with prepare=True, to be parsed and planned once per connection. Django turns
+# psycopg's preparation off unless OPTIONS sets a threshold, and prepare=True then
+# does nothing. A threshold no statement reaches prepares exactly those, and
+# nothing automatically (Django's own cursors bind on the client and never
+# prepare). Poolers: docs/operations.md.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 2**31 - 1)
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
     DATABASES["default"]["TEST"] = {"NAME": test_database_name}

@@ -153,6 +153,22 @@ def test_a_refused_write_is_charged_and_the_token_still_recognised(member):
     assert token_for_secret(secret) == token
 
 
+def test_the_token_check_is_prepared_once_per_connection(member):
+    # Django switches psycopg's preparation off unless the settings name a
+    # threshold, and prepare=True is then silently ignored: every request
+    # would parse and plan these statements again.
+    _, secret = issue_token(actor=member, name="agent")
+    for _ in range(3):
+        token_for_secret(secret)
+        token_for_secret(secret, writes_per_minute=600)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%accounts_apitoken%%' AND NOT from_sql"
+        )
+        assert cursor.fetchone()[0] == 2
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_recognising_and_charging_together_holds_across_concurrent_workers(member):
     _, secret = issue_token(actor=member, name="agent")
