@@ -180,8 +180,6 @@ class Slots:
         self.by_value: dict[tuple, list[FactState]] = {}
         self.live_by_predicate: dict[tuple, list[FactState]] = {}
         self.facts: dict[UUID, FactState] = {}
-        # What was loaded: (scope ids, subject ids, predicate ids).
-        self.where: tuple[list[int], list[int], list[int]] = ([], [], [])
 
     def add(self, fact: FactState) -> None:
         self.facts[fact.id] = fact
@@ -270,11 +268,6 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
             every_value.add((scope_id, line.subject_id, predicate_ids[a.predicate]))
 
     slots = Slots()
-    slots.where = (
-        sorted({line.scope_id for line in lines}),
-        sorted({line.subject_id for line in lines}),
-        sorted({v[2] for v in values}),
-    )
     columns = (
         "f.id, f.scope_id, f.subject_id, f.predicate_id, f.object_kind, f.object_key,"
         " f.epistemic, f.source_type_id, f.confidence, f.t_valid, f.t_invalid,"
@@ -282,23 +275,33 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
     )
     value_rows, slot_rows = sorted(values), sorted(every_value)
     with server_cursor() as cursor:
-        # Two index lookups through (scope, subject, predicate), joined to
-        # the wanted keys; UNION drops a fact both of them find.
+        # One probe of the (scope, subject, predicate) index per wanted key,
+        # whatever the table's statistics say: OFFSET 0 keeps each LATERAL
+        # subquery from being flattened into a join that PostgreSQL may turn
+        # into a scan of the whole table when its estimates are stale (as
+        # they are in the middle of a large import). A fact both parts find
+        # comes twice and is kept once below.
         cursor.execute(
             f"""
-            SELECT {columns} FROM {Fact._meta.db_table} f
-              JOIN unnest(%b::bigint[], %b::bigint[], %b::bigint[], %b::text[], %b::text[])
-                AS w(scope_id, subject_id, predicate_id, object_kind, object_key)
-                ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
-               AND f.predicate_id = w.predicate_id AND f.object_kind = w.object_kind
-               AND f.object_key = w.object_key
-            UNION
-            SELECT {columns} FROM {Fact._meta.db_table} f
-              JOIN unnest(%b::bigint[], %b::bigint[], %b::bigint[])
-                AS w(scope_id, subject_id, predicate_id)
-                ON f.scope_id = w.scope_id AND f.subject_id = w.subject_id
-               AND f.predicate_id = w.predicate_id
-             WHERE f.t_invalid IS NULL
+            SELECT * FROM (
+                SELECT f.* FROM unnest(%b::bigint[], %b::bigint[], %b::bigint[], %b::text[],
+                                       %b::text[])
+                       AS w(scope_id, subject_id, predicate_id, object_kind, object_key)
+                 CROSS JOIN LATERAL (
+                       SELECT {columns} FROM {Fact._meta.db_table} f
+                        WHERE f.scope_id = w.scope_id AND f.subject_id = w.subject_id
+                          AND f.predicate_id = w.predicate_id
+                          AND f.object_kind = w.object_kind AND f.object_key = w.object_key
+                       OFFSET 0) AS f
+                UNION ALL
+                SELECT f.* FROM unnest(%b::bigint[], %b::bigint[], %b::bigint[])
+                       AS w(scope_id, subject_id, predicate_id)
+                 CROSS JOIN LATERAL (
+                       SELECT {columns} FROM {Fact._meta.db_table} f
+                        WHERE f.scope_id = w.scope_id AND f.subject_id = w.subject_id
+                          AND f.predicate_id = w.predicate_id AND f.t_invalid IS NULL
+                       OFFSET 0) AS f
+            ) AS found
             ORDER BY recorded_at, id
             """,
             [
@@ -307,6 +310,8 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
             ],
         )
         for row in cursor.fetchall():
+            if row[0] in slots.facts:
+                continue
             slots.add(
                 FactState(
                     id=row[0],
@@ -338,22 +343,23 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
     conflicts: dict[UUID, ConflictState] = {}
     ended_elsewhere: set[UUID] = set()
     member_table = ConflictMember._meta.db_table
+    live = [fact.id for fact in slots.facts.values() if fact.t_invalid is None]
+    if not live:
+        return conflicts, ended_elsewhere
     with server_cursor() as cursor:
-        # Found through the live facts of the batch's slots, by the same
-        # filter that loaded them: cheaper than sending their ids back.
+        # Only a loaded live fact can be superseded by the batch, so only
+        # its conflicts can become moot: found through the members' fact
+        # index, not by walking every open conflict.
         cursor.execute(
             f"""
             SELECT c.id, c.scope_id, c.opened_at FROM {Conflict._meta.db_table} c
              WHERE c.resolved_at IS NULL
-               AND c.id IN (
-                   SELECT m.conflict_id
-                     FROM {member_table} m JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
-                    WHERE f.scope_id = ANY(%b) AND f.subject_id = ANY(%b)
-                      AND f.predicate_id = ANY(%b) AND f.t_invalid IS NULL)
+               AND c.id IN (SELECT m.conflict_id FROM {member_table} m
+                             WHERE m.fact_id = ANY(%b::uuid[]))
              ORDER BY c.id
                FOR UPDATE
             """,
-            list(slots.where),
+            [live],
         )
         for conflict_id, scope_id, opened_at in cursor.fetchall():
             conflicts[conflict_id] = ConflictState(conflict_id, scope_id, opened_at, [])
