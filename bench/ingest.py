@@ -15,6 +15,11 @@ Not a test. Prints the rates and the ratios (target: at least 1/16 of COPY).
 - raw COPY (bare table): the same rows into a copy with no index, constraint
   or foreign key: the fastest PostgreSQL can take them.
 
+Each COPY is run three times (into an emptied table) and its fastest run
+counts; the import runs once. The import decides its slots in worker
+processes (``--workers``, by default as ``import_facts``: one per CPU, at
+most 4).
+
     .venv/bin/python bench/ingest.py [--facts 100000] [--batch-size 1000]
 """
 
@@ -28,6 +33,7 @@ from pathlib import Path
 from _setup import drop_database, rate, raw_connection, start_django, timed
 
 DATABASE = "bench_ingest"
+COPY_ROUNDS = 3
 
 FOREIGN_KEYS = [
     ("scope_id", "memories_scope"),
@@ -215,8 +221,20 @@ def run(count: int, batch_size: int, workers: int | None) -> None:
 
         return body
 
-    raw_seconds = timed(copy_into("raw_fact"))
-    bare_seconds = timed(copy_into("bare_fact"))
+    def fastest_copy(table: str) -> float:
+        # The import is one long run; each COPY is short, so it is taken
+        # COPY_ROUNDS times and the fastest counts: a burst of load elsewhere
+        # can only make the baseline faster than it would be otherwise,
+        # never the ratio kinder to the import.
+        times = []
+        for _ in range(COPY_ROUNDS):
+            raw.execute(f"TRUNCATE {table}")
+            raw.commit()
+            times.append(timed(copy_into(table)))
+        return min(times)
+
+    raw_seconds = fastest_copy("raw_fact")
+    bare_seconds = fastest_copy("bare_fact")
     raw.close()
 
     ours_rate = rate(count, ours_seconds)
