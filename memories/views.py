@@ -135,6 +135,20 @@ class SqlRows:
         return [self.build(row) for row in lookups.rows(sql, params)]
 
 
+def in_list(column: str, values: Iterable[Any], params: dict[str, Any], name: str) -> str:
+    """``column IN (...)`` with one parameter per value (added to ``params``), for SqlRows.
+
+    Not ``= ANY(array)``: PostgreSQL reads ``IN`` with one value as ``=``,
+    and can then walk an index on the column in the order a page asks for
+    and stop at the page's end; with an array it sorts every match first.
+    """
+    names = []
+    for index, value in enumerate(values):
+        params[f"{name}_{index}"] = value
+        names.append(f"%({name}_{index})s")
+    return f"{column} IN ({', '.join(names)})" if names else "FALSE"
+
+
 def paginate(request: HttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
     """One page of ``listed``: a bounded COUNT and one slice, whatever the page size."""
     number = form.page_number()

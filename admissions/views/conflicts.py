@@ -49,6 +49,7 @@ from memories.views import (
     SqlRows,
     add_rejection,
     done,
+    in_list,
     page_query,
     paginate,
     refusals,
@@ -67,8 +68,8 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     # The scope ids as a list, not a subquery: with them PostgreSQL walks the
     # open-conflict index in age order and stops at the page's end.
     scopes = form.visible_scopes()
-    conditions = ["c.scope_id = ANY(%(scopes)s::bigint[])"]
-    params = {"scopes": list(scopes)}
+    params: dict = {}
+    conditions = [in_list("c.scope_id", scopes, params, "scope_id")]
     state = "open"
     if form.is_valid():
         state = form.cleaned_data["state"] or "open"
