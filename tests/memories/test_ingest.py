@@ -272,6 +272,9 @@ def test_batches_end_exactly_where_one_by_one_assertions_end(member, steward, ba
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.parametrize("batch_size", [2, 1_000])
+# In a whole run the browser tests' Playwright driver keeps a thread of its
+# own in this process; the forked workers never touch it.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_worker_processes_end_exactly_where_one_by_one_assertions_end(member, steward, batch_size):
     # Committed data, so the worker processes see the scopes and accounts;
     # with batches of 2 each worker is sent many shares.
