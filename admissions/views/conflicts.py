@@ -240,6 +240,14 @@ SELECT {FACT_ROW_COLUMNS}, {_RULER.sql}
  ORDER BY f.recorded_at DESC, f.id DESC
  LIMIT %(limit)s
 """
+
+
+def _earlier(row, link) -> Conflict:
+    conflict = _EARLIER.build(row)
+    conflict.url = link(conflict.pk)
+    return conflict
+
+
 # Earlier conflicts on the slot show their kind, dates, resolution and reason.
 _EARLIER = Columns(Conflict, "c")
 _EARLIER_SQL = f"""
@@ -289,10 +297,15 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
     attach_vocabulary([*(member.fact for member in members), *history])
     statuses = admission_statuses([member.fact for member in members])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
+    # Each row's link from one walk of the URL resolver per kind, not one per row.
+    fact_link, conflict_link = row_link("fact"), row_link("conflict")
+    for fact in history:
+        fact.url = fact_link(fact.pk)
     candidates = [
         {
             "member": member,
             "fact": member.fact,
+            "url": fact_link(member.fact_id),
             "effective": member.fact.effective_confidence(now),
             "status": statuses.get(member.fact.pk),
             "keep_form": (forms or {}).get(("keep", member.fact_id))
@@ -304,7 +317,7 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         for member in members
     ]
     earlier = [
-        _EARLIER.build(row)
+        _earlier(row, conflict_link)
         for row in rows(
             _EARLIER_SQL,
             {

@@ -55,6 +55,7 @@ from memories.views import (
     page_query,
     paginate,
     refusals,
+    row_link,
 )
 from memories.vocabulary import attach_vocabulary
 
@@ -151,6 +152,9 @@ def _chain(fact: Fact) -> list[Fact]:
         current = _link(rows(_LINK_SQL, {"fact": current.superseded_by_id})[0])
         after.append(current)
     attach_vocabulary([*before, *after])
+    link = row_link("fact")
+    for other in (*before, *after):
+        other.url = link(other.pk)
     return [*before, fact, *after]
 
 
@@ -184,6 +188,7 @@ def _records(fact: Fact) -> list[Record]:
 def _memberships(fact: Fact) -> list[ConflictMember]:
     """The conflicts the fact is a member of, newest first, with their subject and predicate."""
     found = rows(_MEMBERSHIPS_SQL, {"fact": fact.pk})
+    link = row_link("conflict")
     memberships = []
     for row in found:
         member = _MEMBER.build(row)
@@ -191,6 +196,7 @@ def _memberships(fact: Fact) -> list[ConflictMember]:
         at = _MEMBER.width + _CONFLICT.width
         conflict.subject = _ENTITY.build(row, at)
         conflict.predicate = _PREDICATE.build(row, at + _ENTITY.width)
+        member.url = link(member.conflict_id)
         memberships.append(member)
     return memberships
 
