@@ -48,17 +48,20 @@ INSTALLED_APPS = [
     "accounts",
 ]
 
+# The claimgraph_site.middleware entries are Django's, whitenoise's and
+# django-htmx's own, passed over by requests to the JSON API (bearer tokens,
+# no session, no pages); the others guard every response.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "claimgraph_site.middleware.WhiteNoiseMiddleware",
+    "claimgraph_site.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "claimgraph_site.middleware.AuthenticationMiddleware",
+    "claimgraph_site.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
+    "claimgraph_site.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "claimgraph_site.urls"

@@ -83,6 +83,41 @@ def test_a_bearer_token_needs_no_csrf_token(member):
     assert response.status_code == 201
 
 
+def test_an_api_answer_keeps_every_guarding_header_and_sets_no_cookie(member):
+    # The console's middleware (sessions, user, messages, htmx) passes the API
+    # over; what guards every response still runs.
+    _, secret = issue_token(actor=member, name="agent")
+    browser = Client()
+    browser.force_login(member)
+    response = browser.post(
+        "/api/v1/facts",
+        fact_body(),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    assert response.status_code == 201
+    assert response["X-Frame-Options"] == "DENY"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Referrer-Policy"] == "same-origin"
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+    assert not response.cookies
+    assert "Cookie" not in response.get("Vary", "")
+    assert not hasattr(response.wsgi_request, "session")
+    assert not hasattr(response.wsgi_request, "user")
+    # The console, on the same client, still has its session and user.
+    page = browser.get("/account/")
+    assert page.status_code == 200
+    assert page.wsgi_request.user == member
+
+
+def test_an_api_request_for_an_unknown_host_is_refused(member, settings):
+    settings.ALLOWED_HOSTS = ["claimgraph.example"]
+    _, secret = issue_token(actor=member, name="agent")
+    response = Agent(secret).post("/facts", fact_body())
+    assert response.status_code == 400
+    assert Fact.objects.count() == 0
+
+
 def test_tokens_are_stored_only_as_a_digest(member):
     token, secret = issue_token(actor=member, name="agent")
     assert secret.startswith("cg_") and len(secret) > 40

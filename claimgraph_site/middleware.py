@@ -1,0 +1,43 @@
+"""The console's middleware, passed over by requests to the JSON API.
+
+Sessions, the signed-in user, flash messages, htmx details and static files
+serve the console's pages only. The API authenticates by bearer token alone
+and never reads a session, a cookie or ``request.user`` (``claimgraph_site.api``),
+so for a request under ``/api/v1/`` each of these hands the request straight
+on: an agent's write pays for none of them. What guards every response stays
+on every path, in the settings' order: SecurityMiddleware (HTTPS, HSTS,
+nosniff, referrer policy), CommonMiddleware (which checks the Host header
+against ALLOWED_HOSTS), CsrfViewMiddleware (django-ninja marks its views
+exempt, since no cookie authenticates there), X-Frame-Options and the
+Content-Security-Policy.
+"""
+
+from django.contrib.auth.middleware import AuthenticationMiddleware as _Authentication
+from django.contrib.messages.middleware import MessageMiddleware as _Messages
+from django.contrib.sessions.middleware import SessionMiddleware as _Sessions
+from django.http import HttpRequest, HttpResponseBase
+from django_htmx.middleware import HtmxMiddleware as _Htmx
+from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
+
+API_PREFIX = "/api/v1/"
+
+
+def _console_only(middleware: type) -> type:
+    """A subclass of ``middleware`` that hands a request to the API straight on."""
+
+    class ConsoleOnly(middleware):
+        def __call__(self, request: HttpRequest) -> HttpResponseBase:
+            if request.path_info.startswith(API_PREFIX):
+                return self.get_response(request)
+            return super().__call__(request)
+
+    ConsoleOnly.__name__ = ConsoleOnly.__qualname__ = middleware.__name__
+    ConsoleOnly.__doc__ = f"{middleware.__module__}.{middleware.__name__}, for the console only."
+    return ConsoleOnly
+
+
+WhiteNoiseMiddleware = _console_only(_WhiteNoise)
+SessionMiddleware = _console_only(_Sessions)
+AuthenticationMiddleware = _console_only(_Authentication)
+MessageMiddleware = _console_only(_Messages)
+HtmxMiddleware = _console_only(_Htmx)
