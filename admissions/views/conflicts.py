@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html_join
 from django.utils.timesince import timesince
 from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_POST
@@ -157,6 +158,11 @@ def _fill_queue_rows(found, scopes: dict[int, Scope], now) -> list[Conflict]:
     link = row_link("conflict")
     for item in page:
         item.candidate_objects = shown.get(item.pk, [])
+        # The cell's list items, escaped as the template would escape them: a
+        # loop per row inside the rows' loop was half the page's render time.
+        item.candidate_items = format_html_join(
+            "", '<li>{} <small class="muted">({})</small></li>', item.candidate_objects
+        )
         item.url = link(item.pk)
         if item.is_open:
             item.opened_iso = localtime(item.opened_at).isoformat()
