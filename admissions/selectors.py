@@ -29,6 +29,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import (
     Case,
@@ -80,7 +81,11 @@ def fact_status(fact: Fact, *, explain: bool = True) -> Status | None:
         return _fact_state(fact)
     with connection.cursor() as cursor:
         cursor.execute(_FACT_STATUS_SQL, [fact.pk, fact.scope_id])
-        rows = cursor.fetchall()
+        return _judged(fact, cursor.fetchall())
+
+
+def _judged(fact: Fact, rows: list[tuple]) -> Status:
+    """The status with its explanation from ``admissions_fact_status``'s rows for ``fact``."""
     records = []
     earlier: dict[int, int] = {}
     for _, *columns, earlier_count in rows:
@@ -97,6 +102,98 @@ def fact_status(fact: Fact, *, explain: bool = True) -> Status | None:
         share_percent=share_percent(),
         earlier=earlier,
     )
+
+
+# Several facts' statuses in one statement: the function's rows for each, by position.
+_FACT_STATUSES_SQL = """
+SELECT t.position, s.*
+  FROM unnest(%s::uuid[], %s::integer[]) WITH ORDINALITY AS t (fact_id, scope_id, position)
+ CROSS JOIN LATERAL admissions_fact_status(t.fact_id, t.scope_id) AS s
+"""
+
+
+def fact_statuses(facts: Iterable[Fact]) -> dict[UUID, Status]:
+    """The status, with its explanation, of each ``system`` fact among ``facts``.
+
+    The same as ``fact_status`` for each, read in one statement: for a page
+    that shows a handful of facts' statuses.
+    """
+    system = [fact for fact in facts if fact.bucket == Bucket.SYSTEM]
+    if not system:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_FACT_STATUSES_SQL, [[f.pk for f in system], [f.scope_id for f in system]])
+        found = cursor.fetchall()
+    rows: dict[int, list[tuple]] = {}
+    for position, *row in found:
+        rows.setdefault(position, []).append(tuple(row))
+    return {fact.pk: _judged(fact, rows[index]) for index, fact in enumerate(system, start=1)}
+
+
+# The status's rows, each record with the two columns the status does not
+# read and the fact page shows: its ground and its evidence.
+_FACT_STATUS_AND_RECORDS_SQL = """
+SELECT s.*, r.ground, r.evidence
+  FROM admissions_fact_status(%s, %s) AS s
+  LEFT JOIN admissions_record r ON r.id = s.id
+"""
+
+
+_RECORD_SHOWN = [
+    "id",
+    "scope_id",
+    "fact_id",
+    "role",
+    "verdict",
+    "ground",
+    "evidence",
+    "challenge_id",
+    "author_id",
+    "inserted_at",
+]
+
+
+def fact_status_and_records(fact: Fact) -> tuple[Status | None, list[Record]]:
+    """``fact_status(fact)`` and the fact's records oldest first, from one statement.
+
+    Each record carries its author (the username only) and every column the
+    fact page shows; its scope, fact and challenge are ids.
+    """
+    if fact.bucket != Bucket.SYSTEM:
+        return None, []
+    with connection.cursor() as cursor:
+        cursor.execute(_FACT_STATUS_AND_RECORDS_SQL, [fact.pk, fact.scope_id])
+        found = cursor.fetchall()
+    status = _judged(fact, [row[:-2] for row in found])
+    evidence = Record._meta.get_field("evidence")
+    records = []
+    for row in found:
+        _, record_id, role, verdict, _, challenge_id, author_id, username, inserted_at, _ = row[:-2]
+        if record_id is None:
+            continue
+        ground, evidence_text = row[-2:]
+        record = Record.from_db(
+            connection.alias,
+            _RECORD_SHOWN,
+            [
+                record_id,
+                fact.scope_id,
+                fact.pk,
+                role,
+                verdict,
+                ground,
+                evidence.from_db_value(evidence_text, None, connection),
+                challenge_id,
+                author_id,
+                inserted_at,
+            ],
+        )
+        record.author = get_user_model().from_db(
+            connection.alias, ["id", "username"], [author_id, username]
+        )
+        records.append(record)
+    records.sort(key=lambda record: (record.inserted_at, record.pk))
+    return status, records
 
 
 def _fact_state(fact: Fact) -> Status:

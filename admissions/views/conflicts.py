@@ -20,7 +20,7 @@ from django.utils.timesince import timesince
 from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_POST
 
-from admissions.views.facts import admission_statuses
+from admissions.selectors import fact_statuses
 from memories import timeline
 from memories.actions import may_resolve, resolve_conflict
 from memories.confidence import fact_decays
@@ -301,7 +301,7 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
     members = _members(conflict)
     history = _slot_facts(request, conflict, members)
     attach_vocabulary([*(member.fact for member in members), *history])
-    statuses = admission_statuses([member.fact for member in members])
+    statuses = fact_statuses([member.fact for member in members])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     # Each row's link from one walk of the URL resolver per kind, not one per row.
     fact_link, conflict_link = row_link("fact"), row_link("conflict")

@@ -8,7 +8,6 @@ challenge), **Admit**/**Reject** (a steward), **Correct** (the author or a
 steward) — are plain forms; with htmx the status panel is swapped in place.
 """
 
-from collections.abc import Iterable
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
@@ -24,7 +23,7 @@ from admissions.actions import correct_fact, file_challenge, record_verdict, ref
 from admissions.forms import ChallengeForm, CorrectForm, FactFilterForm, RefuteForm, VerdictForm
 from admissions.models import Record, Role
 from admissions.selectors import (
-    fact_status,
+    fact_status_and_records,
     recall,
     with_admission_status,
 )
@@ -60,11 +59,6 @@ from memories.views import (
 from memories.vocabulary import attach_vocabulary
 
 CHAIN_LIMIT = 25
-
-
-def admission_statuses(facts: Iterable[Fact]) -> dict[UUID, object]:
-    """The derived status of each ``system`` fact, for a handful of facts on one page."""
-    return {fact.pk: fact_status(fact) for fact in facts if fact.bucket == Bucket.SYSTEM}
 
 
 # --- facts browser --------------------------------------------------------------------
@@ -174,17 +168,6 @@ _PREVIOUS_LINK_SQL = f"""{_LINK_COLUMNS}
 _LINK_SQL = f"{_LINK_COLUMNS} WHERE f.id = %(fact)s"
 
 
-def _records(fact: Fact) -> list[Record]:
-    """The fact's records oldest first, each with its author (username): what the page lists."""
-    found = rows(_RECORDS_SQL, {"fact": fact.pk})
-    records = []
-    for row in found:
-        record = _RECORD.build(row)
-        record.author = _USER.build(row, _RECORD.width)
-        records.append(record)
-    return records
-
-
 def _memberships(fact: Fact) -> list[ConflictMember]:
     """The conflicts the fact is a member of, newest first, with their subject and predicate."""
     found = rows(_MEMBERSHIPS_SQL, {"fact": fact.pk})
@@ -214,13 +197,6 @@ def _receipts(fact: Fact) -> list[Outcome]:
 
 _USER = Columns(get_user_model(), "u", ["id", "username"])
 _USER_TABLE = get_user_model()._meta.db_table
-_RECORD = Columns(Record, "r")
-_RECORDS_SQL = f"""
-SELECT {_RECORD.sql}, {_USER.sql}
-  FROM {Record._meta.db_table} r JOIN {_USER_TABLE} u ON u.id = r.author_id
- WHERE r.fact_id = %(fact)s
- ORDER BY r.inserted_at, r.id
-"""
 _MEMBER = Columns(ConflictMember, "m")
 _CONFLICT = Columns(Conflict, "c")
 _ENTITY = Columns(Entity, "e")
@@ -251,7 +227,8 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
     now = timezone.now()
     steward = is_steward_of(request.user, fact.scope)
     system = fact.bucket == Bucket.SYSTEM
-    records = _records(fact) if system else []
+    # The status and the records it is derived from, in one statement.
+    status, records = fact_status_and_records(fact)
     refuted = {record.challenge_id for record in records if record.role == Role.REFUTATION}
     entries = [
         {
@@ -267,7 +244,7 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
         "fact": fact,
         "now": now,
         "effective": fact.effective_confidence(now),
-        "status": fact_status(fact) if system else None,
+        "status": status,
         "records": entries,
         "chain": _chain(fact),
         "memberships": _memberships(fact),

@@ -1,0 +1,69 @@
+"""The console's one-statement reads give what the general selectors give."""
+
+import pytest
+
+from admissions.actions import file_challenge, record_verdict, refute_challenge
+from admissions.selectors import (
+    fact_records,
+    fact_status,
+    fact_status_and_records,
+    fact_statuses,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def histories(world, steward, member):
+    """Facts with no record, a verdict, and verdicts, challenges and a refutation."""
+    plain, busy = world.candidates[0], world.admitted
+    first = file_challenge(
+        actor=member, fact_id=busy.pk, ground="outdated", evidence=[{"ref": "CHANGELOG.md"}]
+    )
+    refute_challenge(actor=steward, challenge_id=first.pk, ground="still true")
+    file_challenge(
+        actor=member,
+        fact_id=busy.pk,
+        ground="wrong again",
+        evidence=[{"ref": "release-notes", "quote": "3.0.0 released"}],
+    )
+    file_challenge(actor=steward, fact_id=busy.pk, ground="no evidence at all", evidence=None)
+    record_verdict(
+        actor=steward, fact_id=world.candidates[1].pk, verdict="rejected", ground="not so"
+    )
+    return [plain, busy, world.candidates[1], world.newcomer]
+
+
+def test_fact_statuses_are_each_facts_status(histories):
+    statuses = fact_statuses(histories)
+    assert statuses == {fact.pk: fact_status(fact) for fact in histories}
+    assert statuses[histories[1].pk].status == "suspended"
+
+
+def test_fact_status_and_records_are_the_status_and_the_history_oldest_first(histories):
+    for fact in histories:
+        status, records = fact_status_and_records(fact)
+        assert status == fact_status(fact)
+        expected = list(fact_records(fact))
+        assert [r.pk for r in records] == [r.pk for r in expected]
+        for got, want in zip(records, expected, strict=True):
+            assert (got.role, got.verdict, got.ground, got.evidence, got.challenge_id) == (
+                want.role,
+                want.verdict,
+                want.ground,
+                want.evidence,
+                want.challenge_id,
+            )
+            assert (got.inserted_at, got.author.username) == (
+                want.inserted_at,
+                want.author.username,
+            )
+    assert len(fact_status_and_records(histories[1])[1]) == 5
+
+
+def test_a_user_fact_has_no_status_and_no_records(world, member):
+    from .conftest import write
+
+    private = write(member, "notes", "core/prefers", "tabs", "session-log", bucket="user").fact
+    assert fact_status_and_records(private) == (None, [])
+    assert fact_statuses([private]) == {}
