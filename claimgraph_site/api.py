@@ -11,12 +11,8 @@ here, so a page on another site cannot ride a signed-in steward's session
 (no cookie auth, so no CSRF to check).
 """
 
-from datetime import datetime
-from typing import Any
-
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -28,7 +24,7 @@ from accounts.tokens import RateLimited, token_for_secret
 from admissions import api as admissions_api
 from memories import api as memories_api
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.schemas import EvidenceItem
+from memories.schemas import AnswerEncoder, EvidenceItem
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -55,17 +51,8 @@ class BearerToken(HttpBearer):
         raise NotImplementedError("__call__ does the work")  # pragma: no cover
 
 
-class _Encoder(DjangoJSONEncoder):
-    def default(self, o: Any) -> Any:
-        # Django's encoder cuts times to milliseconds; an agent that sends a
-        # fact's t_valid back as `as_of` must get exactly that instant.
-        if isinstance(o, datetime):
-            return o.isoformat()
-        return super().default(o)
-
-
 class _Renderer(JSONRenderer):
-    encoder_class = _Encoder
+    encoder_class = AnswerEncoder
 
 
 api = NinjaAPI(

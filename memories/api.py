@@ -11,6 +11,7 @@ both routers hands that knowledge down through :func:`install_admission_gate`
 rather than this module importing the layer above it.
 """
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +22,7 @@ from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.urls import register_converter
 from django.utils import timezone
 from ninja import Query, Router
@@ -41,8 +42,10 @@ from memories.lookups import readable_fact
 from memories.models import Conflict, ConflictMember, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.schemas import (
+    JSON_CONTENT_TYPE,
     READ_ERRORS,
     WRITE_ERRORS,
+    AnswerEncoder,
     AssertOut,
     AtQuery,
     ConflictOut,
@@ -265,8 +268,16 @@ def keyset_page(rows, page: Page, *, fields: tuple[str, str]) -> tuple[list, str
 def post_fact(request: HttpRequest, payload: FactIn):
     """Assert a fact through the write path (SPEC §2): 201 created, 200 reinforced."""
     data = payload.model_dump(exclude_unset=True)
-    result = assert_fact(actor=caller(request), data=data)
-    return present_assert(result)
+    answer = present_assert(assert_fact(actor=caller(request), data=data))
+    # The agents' hot path: the answer is rendered as it is, not validated
+    # against AssertOut field by field first. present_assert builds it from
+    # the model's typed columns in the schema's own order, and the tests hold
+    # every kind of answer to AssertOut byte for byte.
+    return HttpResponse(
+        json.dumps(answer.value, cls=AnswerEncoder),
+        status=answer.status_code,
+        content_type=JSON_CONTENT_TYPE,
+    )
 
 
 @router.get("/facts/{fact_id}", response={200: FactOut, **READ_ERRORS})

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest
 from ninja import Field, Schema
 from pydantic import (
@@ -164,6 +165,20 @@ class ConflictQuery(Page):
 
 
 # --- output shapes -----------------------------------------------------------------
+
+
+class AnswerEncoder(DjangoJSONEncoder):
+    """JSON for every answer: Django's encoder, with times to the microsecond."""
+
+    def default(self, o: Any) -> Any:
+        # Django's encoder cuts times to milliseconds; an agent that sends a
+        # fact's t_valid back as `as_of` must get exactly that instant.
+        if isinstance(o, datetime):
+            return o.isoformat()
+        return super().default(o)
+
+
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
 
 
 class ErrorOut(BaseModel):

@@ -1,12 +1,15 @@
 """POST /facts, GET /facts/{id}, POST /facts/{id}/invalidate and POST /outcomes (SPEC §10)."""
 
+import json
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
 from admissions.actions import record_verdict
+from claimgraph_site.api import api
 from memories.models import Fact, Outcome
+from memories.schemas import AnswerEncoder, AssertOut
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db
@@ -100,6 +103,30 @@ def test_a_superseding_write_lists_what_it_superseded(member, agent_for):
     body = agent.post("/facts", fact_body(object="2.1.0")).json()
     assert body["status"] == "superseded"
     assert body["superseded"] == [old["id"]]
+
+
+def test_every_kind_of_assert_answer_is_exactly_its_schema(member, agent_for):
+    # POST /facts renders its answer without validating it against AssertOut
+    # first; what it sends must be what validating would have sent.
+    agent = agent_for(member)
+    answers = [
+        agent.post("/facts", fact_body(confidence=1, evidence=["ci.log", {"ref": "setup.py"}])),
+        agent.post("/facts", fact_body(confidence=0.9)),  # reinforced
+        agent.post("/facts", fact_body(object="3.0.0", source_type="agent-note")),  # flagged
+        agent.post("/facts", fact_body(object="2.1.0")),  # superseded
+        agent.post("/facts", fact_body(subject="Billing", bucket="user", t_valid="2020-01-01")),
+    ]
+    assert [a.json()["status"] for a in answers] == [
+        "created",
+        "reinforced",
+        "flagged",
+        "superseded",
+        "created",
+    ]
+    for answer in answers:
+        assert answer["Content-Type"] == api.get_content_type()
+        validated = AssertOut.model_validate_json(answer.content).model_dump()
+        assert answer.content == json.dumps(validated, cls=AnswerEncoder).encode()
 
 
 def test_a_user_bucket_fact_has_no_admission_status(member, agent_for):
