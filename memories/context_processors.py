@@ -1,10 +1,33 @@
 """What every console page needs to know about the signed-in account."""
 
-from functools import cached_property
+from functools import cache, cached_property
 
+from django.conf import settings
 from django.http import HttpRequest
+from django.urls import get_script_prefix, get_urlconf, reverse
 
 from memories.roles import is_global_steward, steward_scope_ids
+
+# The pages the navigation links to, by URL name.
+NAVIGATION = (
+    "dashboard",
+    "conflicts",
+    "candidates",
+    "challenges",
+    "facts",
+    "entities",
+    "audit",
+    "account",
+    "logout",
+)
+
+
+@cache
+def _navigation(script_prefix: str, urlconf: str) -> dict[str, str]:
+    # Every page links to the same few pages: their paths depend only on the
+    # URLconf and the prefix the site is served under, so they are reversed
+    # once for each pair rather than on every request.
+    return {name: reverse(name, urlconf=urlconf) for name in NAVIGATION}
 
 
 class ConsoleContext:
@@ -19,6 +42,11 @@ class ConsoleContext:
         if not self.user.is_authenticated or not self.user.is_active:
             return False
         return is_global_steward(self.user) or bool(steward_scope_ids(self.user))
+
+    @cached_property
+    def nav(self) -> dict[str, str]:
+        """The navigation's paths by URL name (``console.nav.dashboard``)."""
+        return _navigation(get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
 
 
 def console(request: HttpRequest) -> dict[str, ConsoleContext]:
