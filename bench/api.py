@@ -22,7 +22,7 @@ timeout on every request, 127.0.0.1 only. The sides take turns, round by
 round, and each side's best round counts.
 
     .venv/bin/python bench/api.py [--requests 3000] [--rounds 3] [--clients 8]
-                                  [--workers 2] [--threads 4]
+                                  [--workers 2] [--threads 4] [--worker-class gthread]
 """
 
 import argparse
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8, help="concurrent client threads")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--worker-class", default="gthread", help="gunicorn worker class")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (best counts)")
     options = parser.parse_args()
     start_django(DATABASE)
@@ -202,7 +203,7 @@ class Gunicorn:
                 "--workers",
                 str(self.options.workers),
                 "--worker-class",
-                "gthread",
+                self.options.worker_class,
                 "--threads",
                 str(self.options.threads),
                 "--keep-alive",
