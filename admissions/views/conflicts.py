@@ -28,7 +28,6 @@ from memories.errors import Forbidden, Rejected
 from memories.forms import ConflictFilterForm, ResolveForm
 from memories.lookups import (
     FACT_ROW_COLUMNS,
-    FACT_ROW_JOINS,
     FACT_ROW_WIDTH,
     Columns,
     fact_from_row,
@@ -229,13 +228,13 @@ _RULER = Columns(get_user_model(), "iu", ["id", "username"])
 _MEMBERS_SQL = f"""
 SELECT {_MEMBER.sql}, {FACT_ROW_COLUMNS}
   FROM {ConflictMember._meta.db_table} m
-  JOIN {Fact._meta.db_table} f ON f.id = m.fact_id {FACT_ROW_JOINS}
+  JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
  WHERE m.conflict_id = %(conflict)s
  ORDER BY f.recorded_at, f.id
 """
 _SLOT_HISTORY_SQL = f"""
 SELECT {FACT_ROW_COLUMNS}, {_RULER.sql}
-  FROM {Fact._meta.db_table} f {FACT_ROW_JOINS}
+  FROM {Fact._meta.db_table} f
   LEFT JOIN {get_user_model()._meta.db_table} iu ON iu.id = f.invalidated_by_id
  WHERE f.scope_id = %(scope)s AND f.subject_id = %(subject)s
    AND f.predicate_id IN (
