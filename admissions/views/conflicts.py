@@ -92,7 +92,7 @@ def conflicts(request: HttpRequest) -> HttpResponse:
         where=" AND ".join(conditions),
         order=order,
         params=params,
-        columns=f"{_QUEUE_CONFLICT.sql}, {_QUEUE_SUBJECT.sql}",
+        columns=_QUEUE_COLUMNS,
         joins=f"JOIN {Entity._meta.db_table} e ON e.id = c.subject_id",
         build=_queue_row,
     )
@@ -110,22 +110,36 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     return render(request, f"{template}#conflict-list" if request.htmx else template, context)
 
 
-_QUEUE_CONFLICT = Columns(Conflict, "c")
-_QUEUE_SUBJECT = Columns(Entity, "e")
+# What a queue row shows of a conflict, and its subject's name.
+_QUEUE_COLUMNS = """c.id, c.scope_id, c.kind, c.predicate_id, c.opened_at, c.resolved_at,
+    c.resolved_by_id, c.resolution, e.name"""
 
 
-def _queue_row(row) -> Conflict:
-    conflict = _QUEUE_CONFLICT.build(row)
-    conflict.subject = _QUEUE_SUBJECT.build(row, _QUEUE_CONFLICT.width)
-    return conflict
+def _queue_row(row) -> dict:
+    pk, scope_id, kind, predicate_id, opened_at, resolved_at, ruler_id, resolution, subject = row
+    return {
+        "pk": pk,
+        "scope_id": scope_id,
+        "kind": kind,
+        "predicate_id": predicate_id,
+        "opened_at": opened_at,
+        "resolved_at": resolved_at,
+        "resolved_by_id": ruler_id,
+        "resolution": resolution,
+        "subject": subject,
+        "is_open": resolved_at is None,
+    }
 
 
-def _fill_queue_rows(found, scopes: dict[int, Scope], now) -> list[Conflict]:
-    """Give each conflict of a queue page its scope, predicate, ruler and candidates' objects.
+def _fill_queue_rows(page: list[dict], scopes: dict[int, Scope], now) -> list[dict]:
+    """Complete each row of a queue page with what it shows, as plain values.
 
-    An open conflict's age is written out here, as the ``date:'c'`` and
-    ``timesince`` filters would (the same functions): the two filters were
-    half the time of rendering a page of 25 rows.
+    The rows are dictionaries of display values (names, the link, the age)
+    rather than model objects: the template reads a dictionary's keys
+    faster than an object's attributes, which was a quarter of the time of
+    rendering 25 rows. An open conflict's age is written out here, as the
+    ``date:'c'`` and ``timesince`` filters would (the same functions): the
+    two filters were half of that time.
 
     Plain values rather than prefetched members and facts: a queue row shows
     two words per candidate, and building full fact objects for them cost
@@ -135,37 +149,37 @@ def _fill_queue_rows(found, scopes: dict[int, Scope], now) -> list[Conflict]:
     which PostgreSQL spends longer planning than running; the scopes are the
     viewer's, already read, and the vocabulary is the process's copy.
     """
-    page = list(found)
     vocabulary = load_vocabulary()
-    predicates = {row.pk: row for row in vocabulary.predicates.values()}
-    missing = {item.predicate_id for item in page} - predicates.keys()
-    predicates |= Predicate.objects.in_bulk(missing) if missing else {}
-    rulers = {item.resolved_by_id for item in page} - {None}
+    predicates = dict(vocabulary.predicate_names)
+    missing = {item["predicate_id"] for item in page} - predicates.keys()
+    if missing:  # newer than the process's copy of the vocabulary
+        predicates |= dict(Predicate.objects.filter(pk__in=missing).values_list("pk", "name"))
+    rulers = {item["resolved_by_id"] for item in page} - {None}
     users = get_user_model().objects.only("username").in_bulk(rulers) if rulers else {}
-    for item in page:
-        item.scope = scopes[item.scope_id]
-        item.predicate = predicates[item.predicate_id]
-        item.resolved_by = users.get(item.resolved_by_id)
     sources = dict(vocabulary.source_names)
     shown: dict = {}
-    candidates = rows(_QUEUE_OBJECTS_SQL, {"conflicts": [item.pk for item in page]})
+    candidates = rows(_QUEUE_OBJECTS_SQL, {"conflicts": [item["pk"] for item in page]})
     missing = {source for *_, source in candidates} - sources.keys()
-    if missing:  # newer than the process's copy of the vocabulary
+    if missing:
         sources |= dict(SourceType.objects.filter(pk__in=missing).values_list("pk", "name"))
     for conflict_id, literal, entity, source in candidates:
         shown.setdefault(conflict_id, []).append((entity or literal, sources[source]))
     link = row_link("conflict")
     for item in page:
-        item.candidate_objects = shown.get(item.pk, [])
+        item["scope"] = scopes[item["scope_id"]].name
+        item["predicate"] = predicates[item["predicate_id"]]
+        item["url"] = link(item["pk"])
         # The cell's list items, escaped as the template would escape them: a
         # loop per row inside the rows' loop was half the page's render time.
-        item.candidate_items = format_html_join(
-            "", '<li>{} <small class="muted">({})</small></li>', item.candidate_objects
+        item["candidates"] = format_html_join(
+            "", '<li>{} <small class="muted">({})</small></li>', shown.get(item["pk"], [])
         )
-        item.url = link(item.pk)
-        if item.is_open:
-            item.opened_iso = localtime(item.opened_at).isoformat()
-            item.open_for = timesince(item.opened_at, now)
+        if item["is_open"]:
+            item["opened_iso"] = localtime(item["opened_at"]).isoformat()
+            item["open_for"] = timesince(item["opened_at"], now)
+        else:
+            ruler = users.get(item["resolved_by_id"])
+            item["ruler"] = ruler.username if ruler else ""
     return page
 
 
