@@ -111,6 +111,21 @@ def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
     assert f"dismissed by {steward.username}" in page
 
 
+def test_conflict_queue_escapes_candidates_objects(as_steward, steward, member, world):
+    from tests.conftest import at
+
+    from .conftest import write
+
+    decision = {"epistemic": "commitment", "now": at("2026-05-01T09:00")}
+    write(
+        steward, "ui", "core/decided-against", '<b>"Fun" & games</b>', "decision-record", **decision
+    )
+    write(member, "ui", "core/prefers", '<b>"Fun" & games</b>', "session-log")
+    page = as_steward.get(reverse("conflicts")).content.decode()
+    assert "<b>" not in page
+    assert "<li>&lt;b&gt;&quot;Fun&quot; &amp; games&lt;/b&gt; <small" in page
+
+
 def test_conflict_page_shows_candidates_in_recorded_order_with_no_recommendation(as_steward, world):
     response = as_steward.get(reverse("conflict", args=[world.conflict.pk]))
     candidates = [c["fact"].pk for c in response.context["candidates"]]
