@@ -112,14 +112,30 @@ def conflicts(request: HttpRequest) -> HttpResponse:
     return render(request, f"{template}#conflict-list" if request.htmx else template, context)
 
 
-# What a queue row shows of a conflict, and its subject's name.
-_QUEUE_COLUMNS = """c.id, c.scope_id, c.kind, c.predicate_id, c.opened_at, c.resolved_at,
-    c.resolved_by_id, c.resolution, e.name"""
+# What a queue row shows of a conflict, its subject's name, and each
+# candidate's object (an entity's name, else the literal) and source type id,
+# oldest recorded first. The candidates by lookups in the row's select list,
+# which PostgreSQL runs only for the rows of the page.
+_QUEUE_COLUMNS = f"""c.id, c.scope_id, c.kind, c.predicate_id, c.opened_at, c.resolved_at,
+    c.resolved_by_id, c.resolution, e.name,
+    ARRAY(SELECT coalesce(nullif(o.name, ''), f.object_lit)
+            FROM {ConflictMember._meta.db_table} m
+            JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
+            LEFT JOIN {Entity._meta.db_table} o ON o.id = f.object_ref_id
+           WHERE m.conflict_id = c.id ORDER BY f.recorded_at, f.id),
+    ARRAY(SELECT f.source_type_id
+            FROM {ConflictMember._meta.db_table} m
+            JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
+           WHERE m.conflict_id = c.id ORDER BY f.recorded_at, f.id)"""
 
 
 def _queue_row(row) -> dict:
-    pk, scope_id, kind, predicate_id, opened_at, resolved_at, ruler_id, resolution, subject = row
+    pk, scope_id, kind, predicate_id, opened_at, resolved_at, ruler_id, resolution, subject = row[
+        :9
+    ]
+    objects, sources = row[9:]
     return {
+        "candidates": list(zip(objects, sources, strict=True)),
         "pk": pk,
         "scope_id": scope_id,
         "kind": kind,
@@ -159,13 +175,9 @@ def _fill_queue_rows(page: list[dict], scopes: dict[int, Scope], now) -> list[di
     rulers = {item["resolved_by_id"] for item in page} - {None}
     users = get_user_model().objects.only("username").in_bulk(rulers) if rulers else {}
     sources = dict(vocabulary.source_names)
-    shown: dict = {}
-    candidates = rows(_QUEUE_OBJECTS_SQL, {"conflicts": [item["pk"] for item in page]})
-    missing = {source for *_, source in candidates} - sources.keys()
+    missing = {source for item in page for _, source in item["candidates"]} - sources.keys()
     if missing:
         sources |= dict(SourceType.objects.filter(pk__in=missing).values_list("pk", "name"))
-    for conflict_id, literal, entity, source in candidates:
-        shown.setdefault(conflict_id, []).append((entity or literal, sources[source]))
     link = row_link("conflict")
     for item in page:
         item["scope"] = scopes[item["scope_id"]].name
@@ -177,8 +189,9 @@ def _fill_queue_rows(page: list[dict], scopes: dict[int, Scope], now) -> list[di
         # database, never markup, so each value is escaped.
         item["candidates"] = mark_safe(
             "".join(
-                f'<li>{escape(str(value))} <small class="muted">({escape(source)})</small></li>'
-                for value, source in shown.get(item["pk"], [])
+                f'<li>{escape(str(value))} <small class="muted">'
+                f"({escape(sources[source])})</small></li>"
+                for value, source in item["candidates"]
             )
         )
         if item["is_open"]:
@@ -188,17 +201,6 @@ def _fill_queue_rows(page: list[dict], scopes: dict[int, Scope], now) -> list[di
             ruler = users.get(item["resolved_by_id"])
             item["ruler"] = ruler.username if ruler else ""
     return page
-
-
-# Each candidate's object (a literal, or an entity's name) and source type id.
-_QUEUE_OBJECTS_SQL = f"""
-SELECT m.conflict_id, f.object_lit, o.name, f.source_type_id
-  FROM {ConflictMember._meta.db_table} m
-  JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
-  LEFT JOIN {Entity._meta.db_table} o ON o.id = f.object_ref_id
- WHERE m.conflict_id = ANY(%(conflicts)s::uuid[])
- ORDER BY m.conflict_id, f.recorded_at, f.id
-"""
 
 
 def _members(conflict: Conflict) -> list[ConflictMember]:
