@@ -42,7 +42,6 @@ from memories.lookups import readable_fact
 from memories.models import Conflict, ConflictMember, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.schemas import (
-    JSON_CONTENT_TYPE,
     READ_ERRORS,
     WRITE_ERRORS,
     AnswerEncoder,
@@ -265,19 +264,18 @@ def keyset_page(rows, page: Page, *, fields: tuple[str, str]) -> tuple[list, str
 
 
 @router.post("/facts", response={200: AssertOut, 201: AssertOut, **WRITE_ERRORS})
-def post_fact(request: HttpRequest, payload: FactIn):
+def post_fact(request: HttpRequest, payload: FactIn, response: HttpResponse):
     """Assert a fact through the write path (SPEC §2): 201 created, 200 reinforced."""
     data = payload.model_dump(exclude_unset=True)
     answer = present_assert(assert_fact(actor=caller(request), data=data))
     # The agents' hot path: the answer is rendered as it is, not validated
     # against AssertOut field by field first. present_assert builds it from
     # the model's typed columns in the schema's own order, and the tests hold
-    # every kind of answer to AssertOut byte for byte.
-    return HttpResponse(
-        json.dumps(answer.value, cls=AnswerEncoder),
-        status=answer.status_code,
-        content_type=JSON_CONTENT_TYPE,
-    )
+    # every kind of answer to AssertOut byte for byte. ``response`` is the
+    # one django-ninja made for this request, with the API's content type.
+    response.content = json.dumps(answer.value, cls=AnswerEncoder)
+    response.status_code = answer.status_code
+    return response
 
 
 @router.get("/facts/{fact_id}", response={200: FactOut, **READ_ERRORS})

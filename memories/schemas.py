@@ -178,9 +178,6 @@ class AnswerEncoder(DjangoJSONEncoder):
         return super().default(o)
 
 
-JSON_CONTENT_TYPE = "application/json; charset=utf-8"
-
-
 class ErrorOut(BaseModel):
     code: str
     message: str
