@@ -19,6 +19,7 @@ conflict and its two members), so every incoming fact and every standing one
 is also a candidate: 2,000 and 20,000 candidates.
 
     DJANGO_DEBUG=1 .venv/bin/python bench/console.py [--runs 40]
+    .venv/bin/python bench/console.py --profile "conflict page" --runs 200
 
 It creates and drops its own databases, ``bench_console`` (1,000) and
 ``bench_console_large`` (10,000): with one database per size both sizes are
@@ -131,13 +132,38 @@ FACT_PAGE_SQL = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="timed requests per page and size")
+    parser.add_argument(
+        "--profile",
+        choices=PAGES,
+        help="instead of measuring, profile this page at 1,000 open conflicts (cProfile)",
+    )
     options = parser.parse_args()
     start_django(DATABASES[0])
     try:
-        run(options.runs)
+        if options.profile:
+            profile(options.profile, options.runs)
+        else:
+            run(options.runs)
     finally:
         for database in DATABASES:
             drop_database(database)
+
+
+def profile(name: str, runs: int) -> None:
+    """Where one page's time goes: cProfile over ``runs`` requests, after a warm-up."""
+    import cProfile
+    import pstats
+
+    prepare_settings()
+    side = Side(DATABASES[0], SIZES[0])
+    console, _ = side.page(name)
+    for _ in range(5):
+        console()
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [console() for _ in range(runs)])
+    stats = pstats.Stats(profiler).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(25)
 
 
 def use(database: str) -> None:
@@ -149,9 +175,8 @@ def use(database: str) -> None:
         connection.settings_dict["NAME"] = database
 
 
-def run(runs: int) -> None:
+def prepare_settings() -> None:
     from django.conf import settings
-    from django.core.management import call_command
 
     # _setup runs Django as production does (DEBUG off); the in-process
     # requests' host must be allowed, and they come in over HTTPS.
@@ -162,6 +187,12 @@ def run(runs: int) -> None:
         **settings.STORAGES,
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
+
+
+def run(runs: int) -> None:
+    from django.core.management import call_command
+
+    prepare_settings()
 
     # One database per size, so both sizes can be measured in alternating
     # rounds: a burst of load from elsewhere on the machine then hurts both.
