@@ -23,14 +23,16 @@ from admissions.actions import correct_fact, file_challenge, record_verdict, ref
 from admissions.forms import ChallengeForm, CorrectForm, FactFilterForm, RefuteForm, VerdictForm
 from admissions.models import Record, Role
 from admissions.selectors import (
-    fact_status_and_records,
     recall,
+    status_and_records_from_rows,
+    status_and_records_query,
     with_admission_status,
 )
 from memories.actions import may_end
 from memories.errors import NotFound, Rejected
 from memories.lookups import (
     Columns,
+    batch,
     readable_fact,
     rows,
 )
@@ -123,28 +125,31 @@ def facts(request: HttpRequest) -> HttpResponse:
 # --- the fact page ---------------------------------------------------------------------
 
 
-def _chain(fact: Fact) -> list[Fact]:
+def _chain(fact: Fact, previous: list[tuple], following: list[tuple]) -> list[Fact]:
     """The supersession chain through ``fact``, oldest first (bounded both ways).
 
-    Each link is one small statement (most facts have no link at all, so
-    most pages ask once); a recursive query for the whole chain took
-    PostgreSQL longer to plan than these take to run.
+    ``previous`` and ``following`` are the rows of the first link each way
+    (``_PREVIOUS_LINK_SQL`` and ``_LINK_SQL``), read together with the rest
+    of the page; most facts have no link at all. Each further link is one
+    small statement: a recursive query for the whole chain took PostgreSQL
+    longer to plan than these take to run.
     """
     before: list[Fact] = []
-    current = fact
+    found = previous
     for _ in range(CHAIN_LIMIT):
-        found = rows(_PREVIOUS_LINK_SQL, {"fact": current.pk})
         if not found:
             break
-        current = _link(found[0])
-        before.insert(0, current)
-    after: list[Fact] = []
-    current = fact
-    for _ in range(CHAIN_LIMIT):
-        if current.superseded_by_id is None:
+        before.insert(0, _link(found[0]))
+        if len(before) == CHAIN_LIMIT:
             break
-        current = _link(rows(_LINK_SQL, {"fact": current.superseded_by_id})[0])
-        after.append(current)
+        found = rows(_PREVIOUS_LINK_SQL, {"fact": before[0].pk})
+    after: list[Fact] = []
+    found = following
+    while found and len(after) < CHAIN_LIMIT:
+        after.append(_link(found[0]))
+        if after[-1].superseded_by_id is None or len(after) == CHAIN_LIMIT:
+            break
+        found = rows(_LINK_SQL, {"fact": after[-1].superseded_by_id})
     attach_vocabulary([*before, *after])
     link = row_link("fact")
     for other in (*before, *after):
@@ -168,9 +173,8 @@ _PREVIOUS_LINK_SQL = f"""{_LINK_COLUMNS}
 _LINK_SQL = f"{_LINK_COLUMNS} WHERE f.id = %(fact)s"
 
 
-def _memberships(fact: Fact) -> list[ConflictMember]:
+def _memberships(found: list[tuple]) -> list[ConflictMember]:
     """The conflicts the fact is a member of, newest first, with their subject and predicate."""
-    found = rows(_MEMBERSHIPS_SQL, {"fact": fact.pk})
     link = row_link("conflict")
     memberships = []
     for row in found:
@@ -184,9 +188,8 @@ def _memberships(fact: Fact) -> list[ConflictMember]:
     return memberships
 
 
-def _receipts(fact: Fact) -> list[Outcome]:
+def _receipts(found: list[tuple]) -> list[Outcome]:
     """The latest accepted work reported as using the fact, with who reported it."""
-    found = rows(_RECEIPTS_SQL, {"fact": fact.pk})
     receipts = []
     for row in found:
         outcome = _OUTCOME.build(row)
@@ -227,8 +230,22 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
     now = timezone.now()
     steward = is_steward_of(request.user, fact.scope)
     system = fact.bucket == Bucket.SYSTEM
-    # The status and the records it is derived from, in one statement.
-    status, records = fact_status_and_records(fact)
+    # The page's reads after the fact itself do not depend on each other:
+    # they go to PostgreSQL together, one round trip. The status and the
+    # records it is derived from come from one statement.
+    statements = [
+        (_MEMBERSHIPS_SQL, {"fact": fact.pk}),
+        (_RECEIPTS_SQL, {"fact": fact.pk}),
+        (_PREVIOUS_LINK_SQL, {"fact": fact.pk}),
+    ]
+    if fact.superseded_by_id is not None:
+        statements.append((_LINK_SQL, {"fact": fact.superseded_by_id}))
+    if system:
+        statements.append(status_and_records_query(fact))
+    found = batch(*statements)
+    memberships, receipts, previous = found[:3]
+    following = found[3] if fact.superseded_by_id is not None else []
+    status, records = status_and_records_from_rows(fact, found[-1]) if system else (None, [])
     refuted = {record.challenge_id for record in records if record.role == Role.REFUTATION}
     entries = [
         {
@@ -246,9 +263,9 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
         "effective": fact.effective_confidence(now),
         "status": status,
         "records": entries,
-        "chain": _chain(fact),
-        "memberships": _memberships(fact),
-        "receipts": _receipts(fact),
+        "chain": _chain(fact, previous, following),
+        "memberships": _memberships(memberships),
+        "receipts": _receipts(receipts),
         "is_steward": steward,
         "may_challenge": system,
         "may_correct": may_correct,

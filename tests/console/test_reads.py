@@ -67,3 +67,47 @@ def test_a_user_fact_has_no_status_and_no_records(world, member):
     private = write(member, "notes", "core/prefers", "tabs", "session-log", bucket="user").fact
     assert fact_status_and_records(private) == (None, [])
     assert fact_statuses([private]) == {}
+
+
+def test_fact_page_shows_the_whole_supersession_chain_oldest_first(as_steward, steward):
+    from django.urls import reverse
+
+    from tests.conftest import at
+
+    from .conftest import write
+
+    versions = [
+        write(steward, "ledger", "core/has-version", version, "code", now=at(when)).fact
+        for version, when in [
+            ("1.0", "2026-05-01T09:00"),
+            ("2.0", "2026-05-02T09:00"),
+            ("3.0", "2026-05-03T09:00"),
+        ]
+    ]
+    ids = [fact.pk for fact in versions]
+    for fact in versions:
+        chain = as_steward.get(reverse("fact", args=[fact.pk])).context["chain"]
+        assert [link.pk for link in chain] == ids
+    page = as_steward.get(reverse("fact", args=[ids[1]])).content.decode()
+    assert f'<a href="{reverse("fact", args=[ids[0]])}">1.0</a>' in page
+    assert "2.0 (this fact)" in page
+    assert f'<a href="{reverse("fact", args=[ids[2]])}">3.0</a>' in page
+
+
+def test_fact_page_chain_stops_at_its_limit_each_way(as_steward, steward, monkeypatch):
+    from django.urls import reverse
+
+    from admissions.views import facts
+    from tests.conftest import at
+
+    from .conftest import write
+
+    versions = [
+        write(
+            steward, "ledger", "core/has-version", f"{n}.0", "code", now=at(f"2026-05-0{n}T09:00")
+        ).fact.pk
+        for n in range(1, 8)
+    ]
+    monkeypatch.setattr(facts, "CHAIN_LIMIT", 2)
+    chain = as_steward.get(reverse("fact", args=[versions[3]])).context["chain"]
+    assert [link.pk for link in chain] == versions[1:6]
