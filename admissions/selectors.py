@@ -118,12 +118,26 @@ def fact_statuses(facts: Iterable[Fact]) -> dict[UUID, Status]:
     The same as ``fact_status`` for each, read in one statement: for a page
     that shows a handful of facts' statuses.
     """
-    system = [fact for fact in facts if fact.bucket == Bucket.SYSTEM]
-    if not system:
+    facts = list(facts)
+    query = statuses_query(facts)
+    if query is None:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(_FACT_STATUSES_SQL, [[f.pk for f in system], [f.scope_id for f in system]])
-        found = cursor.fetchall()
+        cursor.execute(*query)
+        return statuses_from_rows(facts, cursor.fetchall())
+
+
+def statuses_query(facts: list[Fact]) -> tuple[str, list] | None:
+    """The statement of ``fact_statuses`` and its values; None without a system fact."""
+    system = [fact for fact in facts if fact.bucket == Bucket.SYSTEM]
+    if not system:
+        return None
+    return _FACT_STATUSES_SQL, [[f.pk for f in system], [f.scope_id for f in system]]
+
+
+def statuses_from_rows(facts: list[Fact], found: list[tuple]) -> dict[UUID, Status]:
+    """``fact_statuses(facts)`` from the rows of ``statuses_query(facts)``."""
+    system = [fact for fact in facts if fact.bucket == Bucket.SYSTEM]
     rows: dict[int, list[tuple]] = {}
     for position, *row in found:
         rows.setdefault(position, []).append(tuple(row))

@@ -22,7 +22,7 @@ from django.utils.timesince import timesince
 from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_POST
 
-from admissions.selectors import fact_statuses
+from admissions.selectors import statuses_from_rows, statuses_query
 from memories import timeline
 from memories.actions import may_resolve, resolve_conflict
 from memories.confidence import fact_decays
@@ -32,8 +32,8 @@ from memories.lookups import (
     FACT_ROW_COLUMNS,
     FACT_ROW_WIDTH,
     Columns,
+    batch,
     fact_from_row,
-    rows,
     visible_conflict,
 )
 from memories.models import (
@@ -203,9 +203,8 @@ def _fill_queue_rows(page: list[dict], scopes: dict[int, Scope], now) -> list[di
     return page
 
 
-def _members(conflict: Conflict) -> list[ConflictMember]:
+def _members(conflict: Conflict, found: list[tuple]) -> list[ConflictMember]:
     """The members with their facts (scope, subject, object, author), oldest recorded first."""
-    found = rows(_MEMBERS_SQL, {"conflict": conflict.pk})
     members = []
     for row in found:
         member = _MEMBER.build(row)
@@ -215,8 +214,8 @@ def _members(conflict: Conflict) -> list[ConflictMember]:
     return members
 
 
-def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
-    """The slot's facts the viewer may read, newest last: its history.
+def _slot_history_query(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
+    """The statement of the slot's facts the viewer may read, newest first, and its values.
 
     The slot is the conflict's scope and subject, and its predicate or every
     predicate of its exclusion group; only the members' buckets. The viewer
@@ -225,19 +224,20 @@ def _slot_facts(request: HttpRequest, conflict: Conflict, members: list[Conflict
     author's, or visible to a steward of the scope.
     """
     readable = readable_scope_ids(request.user)
-    found = rows(
-        _SLOT_HISTORY_SQL,
-        {
-            "scope": conflict.scope_id,
-            "subject": conflict.subject_id,
-            "predicate": conflict.predicate_id,
-            "group": conflict.predicate.exclusion_group,
-            "buckets": sorted({member.fact.bucket for member in members}),
-            "user": request.user.pk,
-            "steward": readable is None or conflict.scope_id in steward_scope_ids(request.user),
-            "limit": SLOT_HISTORY_LIMIT,
-        },
-    )
+    return _SLOT_HISTORY_SQL, {
+        "scope": conflict.scope_id,
+        "subject": conflict.subject_id,
+        "predicate": conflict.predicate_id,
+        "group": conflict.predicate.exclusion_group,
+        "buckets": sorted({member.fact.bucket for member in members}),
+        "user": request.user.pk,
+        "steward": readable is None or conflict.scope_id in steward_scope_ids(request.user),
+        "limit": SLOT_HISTORY_LIMIT,
+    }
+
+
+def _slot_history(found: list[tuple]) -> list[Fact]:
+    """The slot's history, oldest first, from the rows of ``_slot_history_query``."""
     history = []
     for row in reversed(found):
         fact = fact_from_row(row)
@@ -320,10 +320,30 @@ def _timeline(
 
 def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | None = None):
     now = timezone.now()
-    members = _members(conflict)
-    history = _slot_facts(request, conflict, members)
-    attach_vocabulary([*(member.fact for member in members), *history])
-    statuses = fact_statuses([member.fact for member in members])
+    # Two round trips: the members with the earlier conflicts, then what
+    # depends on the members (their buckets, their facts' statuses).
+    found_members, found_earlier = batch(
+        (_MEMBERS_SQL, {"conflict": conflict.pk}),
+        (
+            _EARLIER_SQL,
+            {
+                "scope": conflict.scope_id,
+                "subject": conflict.subject_id,
+                "predicate": conflict.predicate_id,
+                "conflict": conflict.pk,
+            },
+        ),
+    )
+    members = _members(conflict, found_members)
+    facts = [member.fact for member in members]
+    statuses_read = statuses_query(facts)
+    found = batch(
+        _slot_history_query(request, conflict, members),
+        *([statuses_read] if statuses_read else []),
+    )
+    history = _slot_history(found[0])
+    statuses = statuses_from_rows(facts, found[1]) if statuses_read else {}
+    attach_vocabulary([*facts, *history])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     # Each row's link from one walk of the URL resolver per kind, not one per row.
     fact_link, conflict_link = row_link("fact"), row_link("conflict")
@@ -344,18 +364,7 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
         }
         for member in members
     ]
-    earlier = [
-        _earlier(row, conflict_link)
-        for row in rows(
-            _EARLIER_SQL,
-            {
-                "scope": conflict.scope_id,
-                "subject": conflict.subject_id,
-                "predicate": conflict.predicate_id,
-                "conflict": conflict.pk,
-            },
-        )
-    ]
+    earlier = [_earlier(row, conflict_link) for row in found_earlier]
     steward = conflict.is_open and may_resolve(request.user, conflict)
     return {
         "conflict": conflict,
