@@ -42,7 +42,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -51,7 +51,7 @@ from django.utils import timezone
 
 from memories import decisions
 from memories.actions import assert_fact
-from memories.batch import Line, LineOutcome, decide_and_write, outcome_as_tuple, rejected
+from memories.batch import Line, LineOutcome, decide_and_write, rejected
 from memories.batch_writes import server_cursor
 from memories.decisions import Rejected
 from memories.errors import NotFound
@@ -243,14 +243,8 @@ def _vocabulary_for(raws: Iterable[Mapping[str, Any]]) -> LoadedVocabulary:
 
 
 def _parse(number, raw, actor, vocab, scopes, *, now: datetime) -> Line:
+    # Times come back in UTC: parse_time has already refused one out of range.
     assertion = decisions.parse_assertion(raw, vocab.spec, now=now)
-    for name in ("t_valid", "t_invalid"):
-        value = getattr(assertion, name)
-        if value is not None:
-            try:
-                value.astimezone(UTC)
-            except OverflowError:
-                raise Rejected(name, "is out of range") from None
     if assertion.scope not in scopes:
         try:
             scopes[assertion.scope] = writable_scope(actor, assertion.scope)
@@ -366,7 +360,7 @@ def _import_in_parallel(
         if message[0] == "failed":
             raise ImportWorkerError(message[1])
         _, decided, late = message
-        outcomes.update((values[0], LineOutcome(*values)) for values in decided)
+        outcomes.update((outcome.line, outcome) for outcome in decided)
         rejected_late = rejected_late or late
         busy[worker] = False
         if on_progress:
@@ -438,7 +432,7 @@ def _worker(pipe, actor, fixed_start: datetime | None) -> None:
                     for line in lines
                 ]
                 late = False
-            pipe.send(("decided", [outcome_as_tuple(o) for _, o in decided], late))
+            pipe.send(("decided", [outcome for _, outcome in decided], late))
     except EOFError:
         pass  # the importing process went away: nothing more to do
     except BaseException:

@@ -315,6 +315,10 @@ def test_rejected_lines_write_nothing_not_even_their_entities(member, scope):
         json.dumps(line("also-new", "core/uses", "x" * 2_001, "code") | {"scope": "project"}),
         json.dumps(line("third-new", "core/uses", "x", "code") | {"scope": "nowhere"}),
         json.dumps(["not", "an", "object"]),
+        json.dumps(
+            line("fourth-new", "core/uses", "x", "code", t_valid="0001-01-01T00:00:00+05:00")
+            | {"scope": "project"}
+        ),
     ]
     report = import_lines(lines, actor=member)
     assert [(o.line, o.status, o.field) for o in report.outcomes] == [
@@ -322,6 +326,7 @@ def test_rejected_lines_write_nothing_not_even_their_entities(member, scope):
         (2, "rejected", "object"),
         (3, "rejected", "scope"),
         (4, "rejected", "line"),
+        (5, "rejected", "t_valid"),
     ]
     assert Fact.objects.count() == 0
     assert Entity.objects.count() == 0
