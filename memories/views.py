@@ -115,24 +115,51 @@ class SqlRows:
         self.columns, self.joins = columns, joins
         self.params = dict(params)
         self.build = build
+        self._counted: tuple[int, int] | None = None  # (limit, count) read ahead
+        self._read: tuple[int, int, list[tuple]] | None = None  # (offset, limit, rows)
 
-    def count_upto(self, limit: int) -> int:
+    def _count_query(self, limit: int) -> tuple[str, dict[str, Any]]:
         sql = (
             f"SELECT count(*) FROM (SELECT 1 FROM {self.table} WHERE {self.where}"
             " LIMIT %(count_limit)s) AS counted"
         )
-        return lookups.rows(sql, {**self.params, "count_limit": limit})[0][0]
+        return sql, {**self.params, "count_limit": limit}
+
+    def _slice_query(self, offset: int, limit: int) -> tuple[str, dict[str, Any]]:
+        sql = (
+            f"SELECT {self.columns} FROM {self.table} {self.joins} WHERE {self.where}"
+            f" ORDER BY {self.order} LIMIT %(limit)s OFFSET %(offset)s"
+        )
+        return sql, {**self.params, "offset": offset, "limit": limit}
+
+    def read_ahead(self, *, count_limit: int, offset: int, limit: int) -> None:
+        """Read the count and the slice a page will most likely ask for, in one round trip.
+
+        ``paginate`` knows the page number asked for; if that page turns out
+        not to exist (past the end), the paginator asks for another slice,
+        which is then read on its own.
+        """
+        counted, read = lookups.batch(
+            self._count_query(count_limit), self._slice_query(offset, limit)
+        )
+        self._counted = (count_limit, counted[0][0])
+        self._read = (offset, limit, read)
+
+    def count_upto(self, limit: int) -> int:
+        if self._counted is not None and self._counted[0] == limit:
+            return self._counted[1]
+        return lookups.rows(*self._count_query(limit))[0][0]
 
     def __getitem__(self, window: slice) -> list:
         if not isinstance(window, slice) or window.step is not None:
             raise TypeError("SqlRows reads a page: a slice without a step")
         start = window.start or 0
-        params = {**self.params, "offset": start, "limit": window.stop - start}
-        sql = (
-            f"SELECT {self.columns} FROM {self.table} {self.joins} WHERE {self.where}"
-            f" ORDER BY {self.order} LIMIT %(limit)s OFFSET %(offset)s"
-        )
-        return [self.build(row) for row in lookups.rows(sql, params)]
+        limit = window.stop - start
+        if self._read is not None and self._read[0] == start and limit <= self._read[1]:
+            found = self._read[2][:limit]
+        else:
+            found = lookups.rows(*self._slice_query(start, limit))
+        return [self.build(row) for row in found]
 
 
 def in_list(column: str, values: Iterable[Any], params: dict[str, Any], name: str) -> str:
@@ -153,6 +180,9 @@ def paginate(request: HttpRequest, listed: "QuerySet | SqlRows", form: PagedForm
     """One page of ``listed``: a bounded COUNT and one slice, whatever the page size."""
     number = form.page_number()
     paginator = WindowPaginator(listed, form.page_size(), number=number)
+    if isinstance(listed, SqlRows):
+        size = form.page_size()
+        listed.read_ahead(count_limit=paginator.limit + 1, offset=(number - 1) * size, limit=size)
     return paginator.get_page(number)
 
 

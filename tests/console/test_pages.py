@@ -425,3 +425,45 @@ def test_a_long_queue_counts_one_window_past_the_page_and_still_pages_on(
     assert "1\u20135 of 6+" in pager(1) and 'page=2" rel="next"' in pager(1)
     assert "6\u201310 of 11+" in pager(2) and 'page=3" rel="next"' in pager(2)
     assert "11\u201312 of 12<" in pager(3) and 'rel="next"' not in pager(3)
+
+
+def test_conflict_queue_pages_in_order_past_the_end_and_beyond_the_window(
+    as_steward, steward, member, world, monkeypatch
+):
+    from memories.views import WindowPaginator
+    from tests.conftest import at
+
+    from .conftest import write
+
+    for n in range(11):
+        subject = f"layer-{n:02}"
+        decision = {"epistemic": "commitment", "now": at("2026-05-01T09:00")}
+        write(steward, subject, "core/decided-against", "GraphQL", "decision-record", **decision)
+        write(
+            member,
+            subject,
+            "core/prefers",
+            "GraphQL",
+            "session-log",
+            now=at(f"2026-05-{n + 2:02}T10:00"),
+        )
+    everything = [c.pk for c in Conflict.objects.open().order_by("opened_at", "id")]
+    assert len(everything) == 12
+
+    def page(**query):
+        response = as_steward.get(reverse("conflicts"), {"per_page": 5, **query})
+        return [item["pk"] for item in response.context["page"]], response
+
+    assert page()[0] == everything[:5]
+    assert page(page=2)[0] == everything[5:10]
+    assert page(page=3)[0] == everything[10:]
+    # A page past the end answers with the last page, as Django's paginator does.
+    last, response = page(page=9)
+    assert last == everything[10:]
+    assert response.context["page"].number == 3
+    # Counting stops one window past the page shown; later pages stay reachable.
+    monkeypatch.setattr(WindowPaginator, "WINDOW", 1)
+    rows, response = page(page=2)
+    assert rows == everything[5:10]
+    assert response.context["page"].paginator.count == 11
+    assert response.context["page"].paginator.more
