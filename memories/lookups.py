@@ -30,11 +30,11 @@ def hot_cursor() -> Iterator[psycopg.Cursor]:
     psycopg prepares a statement that is executed with ``prepare=True``, so
     PostgreSQL plans each of these queries once per connection instead of on
     every assertion (Django's cursors bind on the client and are planned every
-    time) -- but only on a connection whose ``prepare_threshold`` is set:
-    Django sets it to None (no prepared statements at all) unless the
-    database OPTIONS name one. Same connection, so same transaction as the
-    ORM around it; errors arrive as Django's database exceptions, like any
-    other query's.
+    time) -- on a connection whose ``prepare_threshold`` is set, as the
+    settings do: Django sets it to None (no prepared statements at all)
+    unless the database OPTIONS name one. Same connection, so same
+    transaction as the ORM around it; errors arrive as Django's database
+    exceptions, like any other query's.
     """
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
@@ -80,13 +80,10 @@ class Columns:
 def rows(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
     """All rows of ``sql`` on Django's connection, the values bound by the server.
 
-    Asked to be prepared, like the write path's statements: PostgreSQL then
-    plans it once per connection, where the connection allows prepared
-    statements (Django turns them off unless the database OPTIONS set
-    ``prepare_threshold``); otherwise it is planned on each call, as the
-    ORM's queries are. Logged like an ORM query whenever Django logs queries
-    (DEBUG, or a test's ``django_assert_num_queries``), so the console's
-    query counts still see it.
+    Prepared, like the write path's statements (see :func:`hot_cursor`):
+    PostgreSQL parses and plans it once per connection. Logged like an ORM
+    query whenever Django logs queries (DEBUG, or a test's
+    ``django_assert_num_queries``), so the console's query counts see it.
     """
     started = time.perf_counter()
     with hot_cursor() as cursor:
@@ -100,19 +97,28 @@ def rows(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
 
 
 def batch(*statements: tuple[str, Sequence[Any] | dict[str, Any]]) -> list[list[tuple]]:
-    """The rows of each statement, sent to PostgreSQL together: one round trip for all.
+    """The rows of each statement, the statements sent to PostgreSQL together.
 
-    Each statement's values are bound on the client, quoted by psycopg as
-    the ORM's are, and the statements go as one query text; PostgreSQL
-    answers with one result per statement, in order. For reads that do not
-    depend on each other. Logged (and counted by the tests) as one query.
+    psycopg's pipeline mode sends them all before reading any answer (one
+    round trip), each prepared like :func:`rows`'s. For reads that do not
+    depend on each other. Each is logged like an ORM query.
     """
-    with connection.cursor() as cursor:
-        text = ";\n".join(cursor.cursor.mogrify(sql, params) for sql, params in statements)
-        cursor.execute(text)
-        found = [cursor.fetchall()]
-        while cursor.nextset():
-            found.append(cursor.fetchall())
+    started = time.perf_counter()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        cursors = [psycopg.Cursor(connection.connection) for _ in statements]
+        try:
+            with connection.connection.pipeline():
+                for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(sql, params, prepare=True)
+            found = [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+    if connection.queries_logged:
+        took = f"{time.perf_counter() - started:.3f}"
+        for sql, params in statements:
+            connection.queries_log.append({"sql": sql, "time": took, "params": params})
     return found
 
 
