@@ -17,8 +17,8 @@ Not a test. Prints the rates and the ratios (target: at least 1/16 of COPY).
 
 Each COPY is run three times (into an emptied table) and its fastest run
 counts; the import runs once. The import decides its slots in worker
-processes (``--workers``, by default as ``import_facts``: one per CPU, at
-most 4).
+processes (``--workers``, by default as ``import_facts``: one per CPU plus
+one, at most 4).
 
     .venv/bin/python bench/ingest.py [--facts 100000] [--batch-size 1000]
 """
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--batch-size", type=int, default=1_000)
     parser.add_argument(
-        "--workers", type=int, default=None, help="default: as import_facts (one per CPU, max 4)"
+        "--workers", type=int, default=None, help="default: as import_facts (CPUs + 1, max 4)"
     )
     options = parser.parse_args()
     start_django(DATABASE)

@@ -36,7 +36,7 @@ class Command(BaseCommand):
             "--workers",
             type=int,
             default=default_workers(),
-            help="Processes deciding the slots in parallel (default: one per CPU, at most 4).",
+            help="Processes deciding the slots in parallel (default: CPUs + 1, at most 4).",
         )
 
     def handle(
