@@ -336,14 +336,15 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
         return conflicts, ended_elsewhere
     with server_cursor() as cursor:
         # Only a loaded live fact can be superseded by the batch, so only
-        # its conflicts can become moot: found through the members' fact
-        # index, not by walking every open conflict.
+        # its conflicts can become moot: their ids found first through the
+        # members' fact index (an ARRAY subquery, so PostgreSQL cannot turn
+        # it into a walk over every open conflict), then read by key.
         cursor.execute(
             f"""
             SELECT c.id, c.scope_id, c.opened_at FROM {Conflict._meta.db_table} c
              WHERE c.resolved_at IS NULL
-               AND c.id IN (SELECT m.conflict_id FROM {member_table} m
-                             WHERE m.fact_id = ANY(%b::uuid[]))
+               AND c.id = ANY(ARRAY(SELECT m.conflict_id FROM {member_table} m
+                                     WHERE m.fact_id = ANY(%b::uuid[])))
              ORDER BY c.id
                FOR UPDATE
             """,

@@ -75,7 +75,7 @@ def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary)
                 AS u(id, last_reinforced_at, confidence, source_type_id, evidence,
                      t_invalid, invalidated_at, invalidation_reason, superseded_by_id,
                      closed)
-             WHERE f.id = u.id
+             WHERE f.id = u.id AND f.id = ANY(%b::uuid[])
             """,
             [
                 actor.pk,
@@ -90,6 +90,12 @@ def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary)
                 [f.invalidation_reason for f in facts],
                 [f.superseded_by for f in facts],
                 closed,
+                # The ids again, as a condition on the table itself: PostgreSQL
+                # then finds the rows by primary key. Joined only to the unnest,
+                # it scanned the whole table whenever its statistics were stale
+                # (as in the middle of a large import): 17 of the 28 ms of one
+                # batch's UPDATE at 44,000 facts, growing with the table.
+                [f.id for f in facts],
             ],
         )
 
@@ -188,10 +194,24 @@ def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -
                 for c in new:
                     for role, fact_id in c.members:
                         copy.write_row((c.id, fact_id, role, role == MemberRole.INCOMING))
-    for conflict in closed:
-        Conflict.objects.filter(pk=conflict.id).update(
-            resolution=Resolution.MOOT, resolved_at=conflict.closed_at, reason=MOOT_REASON
-        )
+    if closed:
+        # One statement for all of them, each closed at its own line's instant.
+        with server_cursor() as cursor:
+            cursor.execute(
+                f"""
+                UPDATE {Conflict._meta.db_table} AS c
+                   SET resolution = %s, reason = %s, resolved_at = u.closed_at
+                  FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, closed_at)
+                 WHERE c.id = u.id AND c.id = ANY(%b::uuid[])
+                """,
+                [
+                    Resolution.MOOT,
+                    MOOT_REASON,
+                    [c.id for c in closed],
+                    [c.closed_at for c in closed],
+                    [c.id for c in closed],
+                ],
+            )
 
 
 def _evidence_json(evidence: tuple[Evidence, ...] | str) -> str:
