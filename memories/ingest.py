@@ -144,8 +144,8 @@ def default_workers() -> int:
     """One worker process per CPU this process may run on, plus one, at most ``MAX_WORKERS``.
 
     A worker spends much of its time waiting for PostgreSQL, so one more than
-    the CPUs keeps them busy: on 2 CPUs, 3 workers imported 7,400-7,600
-    lines/s, 2 workers 6,100-6,200 and 4 workers 6,100-7,100 (docs/performance.md).
+    the CPUs keeps them busier: on 2 CPUs three workers did best
+    (docs/performance.md).
     """
     try:
         cpus = len(os.sched_getaffinity(0))
