@@ -21,8 +21,8 @@ from django.conf import settings
 
 from memories import batch_writes as writes
 from memories import decisions
-from memories.batch_writes import server_cursor
 from memories.decisions import Assertion, Evidence, StandingFact
+from memories.lookups import hot_cursor
 from memories.models import (
     Conflict,
     ConflictMember,
@@ -262,7 +262,7 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
         " f.evidence::text, f.bucket, f.author_id, f.last_reinforced_at, f.recorded_at"
     )
     value_rows, slot_rows = sorted(values), sorted(every_value)
-    with server_cursor() as cursor:
+    with hot_cursor() as cursor:
         # One probe of the (scope, subject, predicate) index per wanted key,
         # whatever the table's statistics say: OFFSET 0 keeps each LATERAL
         # subquery from being flattened into a join that PostgreSQL may turn
@@ -334,7 +334,7 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
     live = [fact.id for fact in slots.facts.values() if fact.t_invalid is None]
     if not live:
         return conflicts, ended_elsewhere
-    with server_cursor() as cursor:
+    with hot_cursor() as cursor:
         # Only a loaded live fact can be superseded by the batch, so only
         # its conflicts can become moot: their ids found first through the
         # members' fact index (an ARRAY subquery, so PostgreSQL cannot turn

@@ -5,18 +5,20 @@ the new one with the same value may be live, and the unique live-value index
 checks each row as it is written. Then the new facts (one COPY), whose
 ``superseded_by`` may point at a fact later in the COPY: that foreign key is
 checked at commit. Then conflicts and their members.
+
+Every statement runs on ``lookups.hot_cursor`` (Django's connection, so the
+batch's transaction, with parameters bound by the server): Django's own
+cursors would quote every element of the batch's thousand-id arrays into the
+SQL text. The arrays go as ``%b`` (binary), which psycopg writes several times
+faster than a text array, whose every element it checks for quoting.
 """
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-import psycopg
-from django.db import connection
-
 from memories.decisions import Evidence
+from memories.lookups import hot_cursor
 from memories.models import (
     AuditEntry,
     Conflict,
@@ -34,20 +36,6 @@ if TYPE_CHECKING:
 MOOT_REASON = "closed by itself: a side of it is no longer live"
 
 
-@contextmanager
-def server_cursor() -> Iterator[psycopg.Cursor]:
-    """A cursor on Django's connection (same transaction) that binds parameters on the server.
-
-    Django's own cursors quote every parameter into the SQL text, which for
-    the batch's arrays of a thousand ids costs more than the query. Those
-    arrays go as ``%b`` (binary): psycopg writes a text array by checking
-    every element for characters to quote, several times slower.
-    """
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        yield cursor
-
-
 def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> None:
     """One UPDATE for every standing fact the batch reinforced or superseded."""
     if not facts:
@@ -55,7 +43,7 @@ def update_standing(facts: list["FactState"], *, actor, vocab: LoadedVocabulary)
     source_ids = {name: row.pk for name, row in vocab.sources.items()}
     # Only the batch's own supersessions close a standing fact.
     closed = [f.superseded_by is not None for f in facts]
-    with server_cursor() as cursor:
+    with hot_cursor() as cursor:
         cursor.execute(
             f"""
             UPDATE {Fact._meta.db_table} AS f SET
@@ -107,7 +95,7 @@ def insert_new(facts: list["FactState"], *, actor, vocab: LoadedVocabulary) -> N
     predicate_ids = {name: row.pk for name, row in vocab.predicates.items()}
     source_ids = {name: row.pk for name, row in vocab.sources.items()}
     author = actor.pk
-    with server_cursor() as cursor, cursor.copy(_COPY_FACTS) as copy:
+    with hot_cursor() as cursor, cursor.copy(_COPY_FACTS) as copy:
         # Declared once, so each value is not looked at to find how to send it.
         copy.set_types(_FACT_TYPES)
         for f in facts:
@@ -162,7 +150,7 @@ def insert_audit(rows: list[AuditRow]) -> None:
     """One COPY for the batch's audit entries, in the order they happened (ids follow it)."""
     if not rows:
         return
-    with server_cursor() as cursor, cursor.copy(_COPY_AUDIT) as copy:
+    with hot_cursor() as cursor, cursor.copy(_COPY_AUDIT) as copy:
         copy.set_types(_AUDIT_TYPES)
         for row in rows:
             copy.write_row(row)
@@ -172,7 +160,7 @@ def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -
     """The batch's new conflicts with their members, and the standing ones it made moot."""
     if new:
         # COPY rather than the ORM's bulk INSERT: the batch opens hundreds.
-        with server_cursor() as cursor:
+        with hot_cursor() as cursor:
             with cursor.copy(_COPY_CONFLICTS) as copy:
                 copy.set_types(_CONFLICT_TYPES)
                 for c in new:
@@ -196,7 +184,7 @@ def write_conflicts(new: list["ConflictState"], closed: list["ConflictState"]) -
                         copy.write_row((c.id, fact_id, role, role == MemberRole.INCOMING))
     if closed:
         # One statement for all of them, each closed at its own line's instant.
-        with server_cursor() as cursor:
+        with hot_cursor() as cursor:
             cursor.execute(
                 f"""
                 UPDATE {Conflict._meta.db_table} AS c

@@ -52,10 +52,9 @@ from django.utils import timezone
 from memories import decisions
 from memories.actions import assert_fact
 from memories.batch import Line, LineOutcome, decide_and_write, rejected
-from memories.batch_writes import server_cursor
 from memories.decisions import Rejected
 from memories.errors import NotFound
-from memories.lookups import writable_scope
+from memories.lookups import hot_cursor, writable_scope
 from memories.models import (
     Entity,
     EntityMerge,
@@ -485,7 +484,7 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
 
     ids: dict[tuple[int, str], int] = {}
     created: list[int] = []
-    with server_cursor() as cursor:
+    with hot_cursor() as cursor:
         for scope_id, names in wanted.items():
             found = _lookup_entities(cursor, scope_id, list(names))
             missing = sorted(key for key in names if key not in found)
