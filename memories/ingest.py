@@ -193,7 +193,9 @@ def _import_batch(
         # Assert them one by one so one bad line costs only itself.
         texts = dict(batch)
         for line in lines:
-            outcomes[line.number] = _one_by_one(line, actor=actor, text=texts[line.number])
+            outcomes[line.number] = _one_by_one(
+                line, actor=actor, text=texts[line.number], now=line.now
+            )
     return [outcomes[number] for number, _ in batch]
 
 
@@ -260,12 +262,12 @@ def _parse(number, raw, actor, vocab, scopes, *, now: datetime) -> Line:
     return Line(number=number, assertion=assertion, scope_id=scope.pk, now=now)
 
 
-def _one_by_one(line: Line, *, actor, text: str) -> LineOutcome:
+def _one_by_one(line: Line, *, actor, text: str, now: datetime | None) -> LineOutcome:
     data = json.loads(text)
     if line.assertion.episode and not data.get("episode"):
         data["episode"] = line.assertion.episode
     try:
-        result = assert_fact(actor=actor, data=data, now=line.now)
+        result = assert_fact(actor=actor, data=data, now=now)
     except Rejected as refused:
         return rejected(line.number, refused.field, refused.message)
     except NotFound:
@@ -355,18 +357,35 @@ def _import_in_parallel(
 
     outcomes: dict[int, LineOutcome] = {}
     created: list[int] = []
-    busy = [False] * workers
+    # What each worker holds: the lines of its share and their text, kept
+    # here for the rare share PostgreSQL refuses as a whole.
+    held: list[tuple[list[Line], dict[int, str]] | None] = [None] * workers
     rejected_late = False
 
     def collect(worker: int) -> None:
         nonlocal rejected_late
         message = pipes[worker].recv()
+        share, texts = held[worker] or ([], {})
+        held[worker] = None
         if message[0] == "failed":
             raise ImportWorkerError(message[1])
-        _, decided, late = message
+        if message[0] == "refused":
+            # Nothing of the share was written: one line at a time, here, so
+            # only an offending line is rejected. A fixed clock keeps each
+            # line's instant; otherwise assert_fact reads it under its lock.
+            decided = [
+                _one_by_one(
+                    line,
+                    actor=actor,
+                    text=texts[line.number],
+                    now=line.now if clock.fixed else None,
+                )
+                for line in share
+            ]
+        else:
+            _, decided, late = message
+            rejected_late = rejected_late or late
         outcomes.update((outcome.line, outcome) for outcome in decided)
-        rejected_late = rejected_late or late
-        busy[worker] = False
         if on_progress:
             on_progress(len(decided))
 
@@ -387,19 +406,14 @@ def _import_in_parallel(
             for worker, share in enumerate(shares):
                 if not share:
                     continue
-                if busy[worker]:
+                if held[worker] is not None:
                     collect(worker)
                 # A worker holds one share at a time: neither side can block
                 # sending while the other is blocked sending back.
-                pipes[worker].send(
-                    (
-                        [line.as_tuple() for line in share],
-                        {line.number: texts[line.number] for line in share},
-                    )
-                )
-                busy[worker] = True
+                pipes[worker].send([line.as_tuple() for line in share])
+                held[worker] = (share, {line.number: texts[line.number] for line in share})
         for worker in range(workers):
-            if busy[worker]:
+            if held[worker] is not None:
                 collect(worker)
     finally:
         for pipe, process in zip(pipes, processes, strict=True):
@@ -421,21 +435,21 @@ class ImportWorkerError(RuntimeError):
 
 
 def _worker(pipe, actor, fixed_start: datetime | None) -> None:
-    """One worker: decide each share it is sent, send back its outcomes, until sent None."""
+    """One worker: decide each share it is sent and send back the outcomes, until sent None.
+
+    A share PostgreSQL refuses as a whole (which the checks should make
+    impossible) is answered ``refused``: nothing of it was written.
+    """
     clock = _Clock(fixed_start)
     try:
-        while (message := pipe.recv()) is not None:
-            packed, texts = message
+        while (packed := pipe.recv()) is not None:
             lines = [Line.from_tuple(values) for values in packed]
             try:
                 with transaction.atomic():
                     decided, late = _decide_locked(lines, actor=actor, clock=clock)
             except DatabaseError:
-                decided = [
-                    (line.number, _one_by_one(line, actor=actor, text=texts[line.number]))
-                    for line in lines
-                ]
-                late = False
+                pipe.send(("refused",))  # the importing process redoes it line by line
+                continue
             pipe.send(("decided", [outcome for _, outcome in decided], late))
     except EOFError:
         pass  # the importing process went away: nothing more to do

@@ -350,6 +350,31 @@ def test_a_line_the_database_refuses_costs_only_itself(member, scope):
     assert sorted(Fact.objects.values_list("object_lit", flat=True)) == ["kafka", "redis"]
 
 
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_share_the_database_refuses_in_a_worker_costs_only_its_offending_line(member):
+    # Committed, so the workers see it; the constraint is dropped again below.
+    Scope.objects.get_or_create(name="project")[0].members.add(member)
+    objects = ["redis", "forbidden", "kafka", "nats"]
+    lines = [
+        json.dumps(line(f"svc-{i}", "core/uses", obj, "code") | {"scope": "project"})
+        for i, obj in enumerate(objects)
+    ]
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            "ALTER TABLE memories_fact ADD CONSTRAINT test_refuses_forbidden"
+            " CHECK (object_lit IS DISTINCT FROM 'forbidden')"
+        )
+    try:
+        report = import_lines(lines, actor=member, workers=2)
+    finally:
+        with connections["default"].cursor() as cursor:
+            cursor.execute("ALTER TABLE memories_fact DROP CONSTRAINT test_refuses_forbidden")
+    assert [o.status for o in report.outcomes] == ["created", "rejected", "created", "created"]
+    assert "refused" in report.outcomes[1].reason
+    assert sorted(Fact.objects.values_list("object_lit", flat=True)) == ["kafka", "nats", "redis"]
+
+
 # --- the command ---------------------------------------------------------------------
 
 
