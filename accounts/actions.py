@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken
+from memories.decisions import check_text
 from memories.errors import NotFound, Rejected, StateConflict
 
 # Recognisable in logs and secret scanners; the rest is 256 random bits.
@@ -27,8 +28,7 @@ def issue_token(*, actor, name: str, now: datetime | None = None) -> tuple[ApiTo
     name = (name or "").strip()
     if not name:
         raise Rejected("name", "is required: say what the token is for")
-    if len(name) > MAX_NAME_LENGTH or "\x00" in name:
-        raise Rejected("name", f"must be at most {MAX_NAME_LENGTH} characters of text")
+    check_text(name, "name", MAX_NAME_LENGTH)
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=actor,

@@ -1,9 +1,10 @@
 from django import forms
 
 from accounts.actions import MAX_NAME_LENGTH
+from memories.forms import StorableTextForm
 
 
-class TokenForm(forms.Form):
+class TokenForm(StorableTextForm):
     name = forms.CharField(
         label="Token name",
         max_length=MAX_NAME_LENGTH,

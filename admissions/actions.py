@@ -31,7 +31,7 @@ from admissions.models import Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
 from memories.audit import record_audit
-from memories.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
+from memories.decisions import ASSERTION_FIELDS, check_text, parse_evidence, parse_time
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
 from memories.models import Bucket, Fact, InvalidationKind, Scope
@@ -324,8 +324,7 @@ def _require_system(fact: Fact) -> None:
 def _ground(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Rejected("ground", "is required: say why")
-    if "\x00" in value or len(value) > MAX_GROUND_LENGTH:
-        raise Rejected("ground", f"must be at most {MAX_GROUND_LENGTH:,} characters of text")
+    check_text(value, "ground", MAX_GROUND_LENGTH)
     return value.strip()
 
 

@@ -211,5 +211,7 @@ def get_records(request: HttpRequest, fact_id: str, page: Query[Page]):
     Page.refuse_unknown(request)
     fact = readable_fact(caller(request), fact_id)
     records = Record.objects.filter(fact=fact).select_related("author")
-    batch, cursor = keyset_page(records, page, fields=("inserted_at", "id"))
+    batch, cursor = keyset_page(
+        records, page, fields=("inserted_at", "id"), listing=f"facts/{fact.pk}/records"
+    )
     return {"results": [present_record(record) for record in batch], "next": cursor}

@@ -19,3 +19,8 @@ urlpatterns = [
     path("", include("admissions.urls")),
     path("", include("memories.urls")),
 ]
+
+# Django's answers to a request refused before any view (a bad Host header) or
+# failing outside one: JSON under /api/v1/, Django's own pages elsewhere.
+handler400 = "claimgraph_site.api.bad_request"
+handler500 = "claimgraph_site.api.server_error_page"

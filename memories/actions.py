@@ -515,8 +515,7 @@ def invalidate_fact(
 def required_reason(value: Any, field_name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Rejected(field_name, "is required: say why")
-    if "\x00" in value or len(value) > 5_000:
-        raise Rejected(field_name, "must be at most 5,000 characters of text")
+    decisions.check_text(value, field_name, 5_000)
     return value.strip()
 
 

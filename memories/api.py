@@ -219,35 +219,43 @@ def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
 # --- cursors -------------------------------------------------------------------------
 
 _CURSOR_SALT = "claimgraph.api.cursor"
+_NOT_OURS = "is not a cursor of this list: hand back the `next` of its page before"
 
 
-def encode_cursor(position: list[Any]) -> str:
-    """An opaque, signed cursor: a client can hand it back but not forge a position."""
-    return signing.dumps(position, salt=_CURSOR_SALT, compress=True)
+def encode_cursor(position: list[Any], *, listing: str) -> str:
+    """An opaque, signed cursor: a client can hand it back but not forge a position.
+
+    ``listing`` names the list that issued it (its path, and the fact whose
+    records it pages): the signature covers the name, so a cursor from
+    another list is refused rather than read as a position in this one.
+    """
+    return signing.dumps(position, salt=f"{_CURSOR_SALT}:{listing}", compress=True)
 
 
-def decode_cursor(cursor: str | None) -> list[Any] | None:
+def decode_cursor(cursor: str | None, *, listing: str) -> list[Any] | None:
     if cursor is None:
         return None
     try:
-        position = signing.loads(cursor, salt=_CURSOR_SALT)
+        position = signing.loads(cursor, salt=f"{_CURSOR_SALT}:{listing}")
     except signing.BadSignature:
-        raise Rejected("cursor", "is not a cursor this API issued") from None
+        raise Rejected("cursor", _NOT_OURS) from None
     if not isinstance(position, list):
-        raise Rejected("cursor", "is not a cursor this API issued")
+        raise Rejected("cursor", _NOT_OURS)
     return position
 
 
-def keyset_page(rows, page: Page, *, fields: tuple[str, str]) -> tuple[list, str | None]:
+def keyset_page(
+    rows, page: Page, *, fields: tuple[str, str], listing: str
+) -> tuple[list, str | None]:
     """One page of ``rows`` ordered by ``fields`` (a time, then the id), after the cursor."""
     time_field, id_field = fields
-    position = decode_cursor(page.cursor)
+    position = decode_cursor(page.cursor, listing=listing)
     if position is not None:
         try:
             after_time = datetime.fromisoformat(position[0])
             after_id = UUID(position[1])
         except (IndexError, TypeError, ValueError):
-            raise Rejected("cursor", "is not a cursor this API issued") from None
+            raise Rejected("cursor", _NOT_OURS) from None
         rows = rows.filter(
             Q(**{f"{time_field}__gt": after_time})
             | Q(**{time_field: after_time, f"{id_field}__gt": after_id})
@@ -257,7 +265,8 @@ def keyset_page(rows, page: Page, *, fields: tuple[str, str]) -> tuple[list, str
         return batch, None
     batch = batch[: page.limit]
     last = batch[-1]
-    return batch, encode_cursor([getattr(last, time_field).isoformat(), str(last.pk)])
+    position = [getattr(last, time_field).isoformat(), str(last.pk)]
+    return batch, encode_cursor(position, listing=listing)
 
 
 # --- facts -------------------------------------------------------------------------
@@ -314,7 +323,7 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
     TruthQuery.refuse_unknown(request)
     actor = caller(request)
     scope = readable_scope(actor, query.scope)
-    position = decode_cursor(query.cursor)
+    position = decode_cursor(query.cursor, listing="truth")
     if position is None:
         as_of = query.as_of or timezone.now()
         known_at, offset = query.known_at, 0
@@ -325,7 +334,7 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
             pinned_known_at = datetime.fromisoformat(position[1])
             known_at, offset = pinned_known_at, int(position[2])
         except (IndexError, TypeError, ValueError):
-            raise Rejected("cursor", "is not a cursor this API issued") from None
+            raise Rejected("cursor", _NOT_OURS) from None
     entries = admission_gate().recall(
         viewer=actor,
         scope=scope,
@@ -337,7 +346,10 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
     window = list(entries[offset : offset + query.limit])
     more = len(entries) > offset + query.limit
     cursor = (
-        encode_cursor([as_of.isoformat(), pinned_known_at.isoformat(), offset + query.limit])
+        encode_cursor(
+            [as_of.isoformat(), pinned_known_at.isoformat(), offset + query.limit],
+            listing="truth",
+        )
         if more
         else None
     )
@@ -435,7 +447,7 @@ def get_conflicts(request: HttpRequest, query: Query[ConflictQuery]):
         conflicts = conflicts.open()
     elif query.status == "resolved":
         conflicts = conflicts.resolved()
-    batch, cursor = keyset_page(conflicts, query, fields=("opened_at", "id"))
+    batch, cursor = keyset_page(conflicts, query, fields=("opened_at", "id"), listing="conflicts")
     return {"results": present_conflicts(batch), "next": cursor}
 
 

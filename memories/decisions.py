@@ -6,7 +6,8 @@ get back a value saying what to do. ``memories.actions.assert_fact`` is the
 shell that gathers those inputs under a lock and applies the decision.
 
 ``parse_assertion`` turns a raw mapping (a form, a JSON body, a JSONL line)
-into a checked :class:`Assertion` or raises :class:`Rejected` naming the field.
+into a checked :class:`Assertion` or raises :class:`Rejected` naming the field;
+text the database cannot store is bad input like any other (:func:`unstorable`).
 
 ``decide`` weighs one incoming fact against the standing facts of its slot.
 The rules, in the order they are checked:
@@ -179,7 +180,12 @@ def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: date
     """Check a raw assertion; raise :class:`Rejected` naming the first bad field."""
     if not ASSERTION_FIELDS.issuperset(raw):
         unknown = sorted(set(raw) - ASSERTION_FIELDS)
-        raise Rejected(unknown[0], "is not a field of an assertion")
+        # A key is named as it was sent unless it is not text itself: the
+        # refusal is printed and stored, and must survive both.
+        name = unknown[0]
+        if not isinstance(name, str) or unstorable(name) is not None:
+            name = ascii(name)
+        raise Rejected(name, "is not a field of an assertion")
 
     scope = _required_text(raw, "scope", MAX_NAME_LENGTH)
     subject = _required_text(raw, "subject", MAX_NAME_LENGTH)
@@ -243,6 +249,10 @@ def parse_time(value: Any, field: str) -> datetime | None:
     if isinstance(value, datetime):
         parsed = value
     elif isinstance(value, str):
+        # A NUL is refused as such, never mistaken for an absent time.
+        problem = unstorable(value)
+        if problem is not None:
+            raise Rejected(field, problem)
         try:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError:
@@ -289,14 +299,37 @@ def parse_evidence(value: Any, field: str) -> tuple[Evidence, ...]:
         if not isinstance(quote, str):
             raise Rejected(field, "an evidence quote must be text")
         for text in (ref, quote):
-            _check_text(text, field, MAX_EVIDENCE_TEXT)
+            check_text(text, field, MAX_EVIDENCE_TEXT)
         items.append(Evidence(ref=ref.strip(), quote=quote.strip()))
     return tuple(items)
 
 
-def _check_text(value: str, field: str, limit: int) -> None:
+def unstorable(value: str) -> str | None:
+    """Why PostgreSQL cannot store ``value`` as text, or None when it can.
+
+    The one statement of this rule: the JSON API's schemas, the console's
+    forms, the import and every action's own checks ask it. PostgreSQL text
+    holds no NUL character, and the database's UTF-8 has no encoding for a
+    lone surrogate (U+D800 to U+DFFF, half of a UTF-16 pair), which Python
+    strings can hold and JSON can spell as an escape (``"\\ud800"``). Either
+    would otherwise fail at the insert, as a 500 or a crashed import.
+    """
     if "\x00" in value:
-        raise Rejected(field, "must not contain a NUL character")
+        return "must not contain a NUL character"
+    # ASCII, the common case, holds no surrogate; anything else must encode.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must not contain a lone surrogate (U+D800 to U+DFFF), which is not text"
+    return None
+
+
+def check_text(value: str, field: str, limit: int) -> None:
+    """Refuse text the database cannot store, or longer than ``limit`` characters."""
+    problem = unstorable(value)
+    if problem is not None:
+        raise Rejected(field, problem)
     if len(value) > limit:
         raise Rejected(field, f"is longer than {limit} characters")
 
@@ -310,7 +343,7 @@ def _required_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
     value = value.strip()
     if not value:
         raise Rejected(field, "must not be empty")
-    _check_text(value, field, limit)
+    check_text(value, field, limit)
     return value
 
 
@@ -320,7 +353,7 @@ def _optional_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
         return ""
     if not isinstance(value, str):
         raise Rejected(field, "must be text")
-    _check_text(value, field, limit)
+    check_text(value, field, limit)
     return value.strip()
 
 

@@ -118,8 +118,7 @@ def withdraw_episode(
 def _text(value: str, field_name: str, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise Rejected(field_name, "is required")
-    if "\x00" in value or len(value) > limit:
-        raise Rejected(field_name, f"must be at most {limit:,} characters of text")
+    decisions.check_text(value, field_name, limit)
     return value.strip()
 
 

@@ -6,15 +6,18 @@ fault in words a steward can act on.
 """
 
 from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
 from django.forms.renderers import DjangoTemplates
 from django.utils.formats import localize
 from django.utils.html import conditional_escape
 
+from memories.decisions import unstorable
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 from memories.vocabulary import load_vocabulary
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
+_PAGE_SIZE_NAMES = frozenset(str(size) for size in PAGE_SIZES)
 
 _WIDGETS = "django/forms/widgets/"
 # Widgets whose template is nothing but an include of input.html.
@@ -107,16 +110,82 @@ class QuickWidgetRenderer(DjangoTemplates):
 QUICK_WIDGETS = QuickWidgetRenderer()
 
 
-class QuickForm(forms.Form):
+def storable_text(value: object) -> None:
+    """A field validator: the write path's rule of text PostgreSQL cannot store."""
+    # Some CharFields clean to another type: a UUIDField to a UUID, parsed
+    # from text that could hold neither a NUL nor a surrogate.
+    if not isinstance(value, str):
+        return
+    problem = unstorable(value)
+    if problem is not None:
+        raise forms.ValidationError(f"This text {problem}.", code="unstorable")
+
+
+class StorableTextForm(forms.Form):
+    """A form whose every text field refuses what the database cannot store.
+
+    Django's CharField refuses a NUL but not a lone surrogate, which no
+    browser sends but a Python caller can; either would fail at the insert.
+    Django's NUL check gives way to the one rule, so a NUL reads one error.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, forms.CharField):
+                field.validators = [
+                    validator
+                    for validator in field.validators
+                    if not isinstance(validator, ProhibitNullCharactersValidator)
+                ]
+                field.validators.append(storable_text)
+
+
+class QuickForm(StorableTextForm):
     """A form rendered with ``QuickWidgetRenderer``."""
 
     default_renderer = QUICK_WIDGETS
 
 
-class PagedForm(QuickForm):
-    """Page number and page size, shared by every list page."""
+class PageNumberField(forms.Field):
+    """A page number as Django's ``Paginator.get_page`` reads one: never an error.
 
-    page = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    Anything but a whole number (or nothing) cleans to None, the first page. A
+    whole number comes back as it is, however large or below 1: the paginator
+    (``memories.views.paginate``) shows the last page for those, as
+    ``get_page`` does. A page number is part of a link, not something a
+    person typed; refusing it would make the whole filter form invalid and
+    silently drop the filters beside it.
+    """
+
+    widget = forms.HiddenInput
+
+    # Longer than this is past the end of any list (and int() refuses
+    # numbers of more than 4,300 digits): it reads as this many digits.
+    MAX_DIGITS = 30
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value) -> int | None:
+        text = str(value if value is not None else "").strip()
+        sign, digits = (text[0], text[1:]) if text[:1] in ("+", "-") else ("", text)
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        if len(digits) > self.MAX_DIGITS:
+            digits = "9" * self.MAX_DIGITS
+        return int(sign + digits)
+
+
+class PagedForm(QuickForm):
+    """Page number and page size, shared by every list page.
+
+    Neither ever makes the form invalid: an unknown page size is the default
+    one, a page number that is not one is the first page (see
+    ``PageNumberField``), and the filters beside them still apply.
+    """
+
+    page = PageNumberField()
     per_page = forms.TypedChoiceField(
         required=False,
         initial=DEFAULT_PAGE_SIZE,
@@ -127,22 +196,27 @@ class PagedForm(QuickForm):
     )
 
     def __init__(self, data=None, *args, **kwargs) -> None:
-        # A filter form submitted without a page size keeps the default one
-        # (selected in the form, not only applied), like an unbound form.
-        if data is not None and not data.get("per_page"):
+        # A filter form submitted without a page size, or with one it does not
+        # offer, keeps the default one (selected in the form, not only
+        # applied), like an unbound form.
+        if data is not None and data.get("per_page") not in _PAGE_SIZE_NAMES:
             data = data.copy()
             data["per_page"] = str(DEFAULT_PAGE_SIZE)
         super().__init__(data, *args, **kwargs)
 
+    def _paging(self, name: str):
+        """The cleaned ``page`` or ``per_page``, whether or not the other fields are valid."""
+        if not self.is_bound or self.errors.get(name):
+            return None
+        return self.cleaned_data.get(name)
+
     def page_size(self) -> int:
-        if self.is_valid():
-            return self.cleaned_data["per_page"] or DEFAULT_PAGE_SIZE
-        return DEFAULT_PAGE_SIZE
+        return self._paging("per_page") or DEFAULT_PAGE_SIZE
 
     def page_number(self) -> int:
-        if self.is_valid():
-            return self.cleaned_data["page"] or 1
-        return 1
+        """The page asked for: 1 when none (or no number) was; possibly past the end or below 1."""
+        number = self._paging("page")
+        return 1 if number is None else number
 
     def visible_scopes(self) -> dict[int, Scope]:
         """For a form with a ``scope_field``: the viewer's scopes by id, read once.

@@ -1,10 +1,10 @@
 """The JSON shapes of the memory store's API (SPEC §10): what comes in, what goes out.
 
 Input bodies refuse unknown fields and do not coerce types (a number is a
-JSON number, never a string that looks like one); text may not hold NUL,
-which PostgreSQL cannot store; times are ISO 8601 strings. What the schema
-cannot say (an unknown predicate, an interval that ends before it starts) the
-actions refuse, also with a 400 naming the field.
+JSON number, never a string that looks like one); text may not hold what
+PostgreSQL cannot store (a NUL, a lone surrogate); times are ISO 8601
+strings. What the schema cannot say (an unknown predicate, an interval that
+ends before it starts) the actions refuse, also with a 400 naming the field.
 
 Bodies and answers are plain pydantic models rather than django-ninja's
 ``Schema``: that class reads every value through a wrapper made for ORM
@@ -22,16 +22,18 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest
 from ninja import Field, Schema
 from pydantic import (
-    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Strict,
     StrictBool,
     StrictStr,
+    Tag,
     WithJsonSchema,
 )
 
+from memories.decisions import unstorable
 from memories.errors import Rejected
 
 DEFAULT_PAGE_SIZE = 50
@@ -40,16 +42,22 @@ MAX_PAGE_SIZE = 200
 # --- input -------------------------------------------------------------------
 
 
-def _no_nul(value: str) -> str:
-    # PostgreSQL text cannot hold NUL; refuse it as bad input, never a 500.
-    if "\x00" in value:
-        raise ValueError("must not contain a NUL character")
+def _storable(value: Any) -> Any:
+    # Text PostgreSQL cannot store (NUL, a lone surrogate) is bad input,
+    # never a 500. Checked before pydantic's own string checks, whose words
+    # for a surrogate ("unable to parse raw data") say nothing to a client;
+    # anything but a string is left for the type check to refuse.
+    if isinstance(value, str):
+        problem = unstorable(value)
+        if problem is not None:
+            raise ValueError(problem)
     return value
 
 
 def _instant(value: Any) -> datetime:
     if not isinstance(value, str):
         raise ValueError("must be an ISO 8601 time, as a string")
+    _storable(value)
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
@@ -64,7 +72,7 @@ def _instant(value: Any) -> datetime:
         raise ValueError("is out of range") from None
 
 
-Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+Text = Annotated[StrictStr, BeforeValidator(_storable)]
 # Parsed here rather than by pydantic, whose datetime also takes numbers and
 # other spellings the OpenAPI document does not promise.
 Instant = Annotated[
@@ -87,8 +95,18 @@ class EvidenceItem(Body):
     quote: Text | None = Field(None, max_length=2_000)
 
 
-# An evidence item is {ref, quote}; a bare string is taken as a ref.
-EvidenceIn = EvidenceItem | Annotated[Text, Field(max_length=2_000)]
+def _evidence_kind(value: Any) -> str:
+    return "ref" if isinstance(value, str) else EvidenceItem.__name__
+
+
+# An evidence item is {ref, quote}; a bare string is taken as a ref. Told
+# apart by the value's type, so a refusal speaks of the kind that was sent
+# (a bare ref's surrogate, not "should be a valid dictionary").
+EvidenceIn = Annotated[
+    Annotated[EvidenceItem, Tag(EvidenceItem.__name__)]
+    | Annotated[Text, Field(max_length=2_000), Tag("ref")],
+    Discriminator(_evidence_kind),
+]
 
 
 class FactIn(Body):
@@ -322,5 +340,6 @@ WRITE_ERRORS: dict[int, type[BaseModel]] = {
     404: ErrorOut,
     409: ErrorOut,
     413: ErrorOut,
+    415: ErrorOut,
     429: ErrorOut,
 }
