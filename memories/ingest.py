@@ -30,7 +30,13 @@ second would be flagged as backdated instead of superseding the first.
 
 A batch that the database refuses as a whole (which the checks above should
 make impossible) is retried one line at a time through ``assert_fact``, so a
-single bad line can never take the rest of the file with it.
+single bad line can never take the rest of the file with it: it is rejected
+with its number and the reason PostgreSQL (or psycopg, encoding a value for
+it) gave, and no entity is left behind that only it named. Lines may come as
+bytes, each decoded on its own, so a line that is not UTF-8 is one more
+rejected line. What no single line explains (the database going away, a
+worker process failing) stops the import with :class:`ImportStopped`, which
+carries the report of every line written until then.
 """
 
 import contextlib
@@ -71,6 +77,13 @@ MAX_WORKERS = 4
 TICK = timedelta(microseconds=1)
 
 
+# What a line PostgreSQL cannot store raises: the database's own refusals, and
+# psycopg's, which refuses client-side text it cannot encode for the server (a
+# lone surrogate) without a word to the server. Anything else is a bug or an
+# outage, not a line's fault.
+REFUSALS = (DatabaseError, psycopg.Error, UnicodeEncodeError)
+
+
 @dataclass
 class ImportReport:
     outcomes: list[LineOutcome] = field(default_factory=list)
@@ -84,8 +97,21 @@ class ImportReport:
         return [outcome for outcome in self.outcomes if outcome.status == "rejected"]
 
 
+class ImportStopped(Exception):
+    """The import stopped before the end of its lines, on an error no single line explains.
+
+    ``report`` holds the outcome of every line written before it stopped:
+    those lines are in the database as reported, and no other line is.
+    """
+
+    def __init__(self, reason: str, report: ImportReport | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.report = report or ImportReport()
+
+
 def import_lines(
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     *,
     actor,
     episode: str | None = None,
@@ -101,10 +127,19 @@ def import_lines(
     one-by-one ``assert_fact`` calls needs. Without it each batch reads the
     clock under its locks.
 
+    A line given as bytes is decoded on its own: one that is not UTF-8 is
+    rejected with its number like any other bad line.
+
     With ``workers`` above 1 the slots are decided in that many processes
     (see ``_import_in_parallel``); the outcomes are the same. Inside a
     transaction the import stays in this process: other processes could not
-    see what the transaction has not committed.
+    see what the transaction has not committed. Each batch, and each line
+    redone on its own, is a savepoint there, so a refused line still costs
+    only itself.
+
+    Raises :class:`ImportStopped` (with the report so far) when the import
+    cannot go on: the database connection was lost, a worker process failed,
+    or any other error that no one line caused.
     """
     clock = _Clock(now)
     if workers > 1 and not connection.in_atomic_block:
@@ -118,16 +153,23 @@ def import_lines(
             workers=workers,
         )
     report = ImportReport()
-    for batch in _batches(lines, batch_size):
-        report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
-        if on_progress:
-            on_progress(len(batch))
+    try:
+        for batch in _batches(lines, batch_size):
+            report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
+            if on_progress:
+                on_progress(len(batch))
+    except ImportStopped as stop:
+        stop.report.outcomes = report.outcomes + stop.report.outcomes
+        raise
+    except Exception as error:
+        # A failed batch was rolled back whole: the report so far is exact.
+        raise ImportStopped(_describe(error), report) from error
     return report
 
 
-def _batches(lines: Iterable[str], size: int) -> Iterator[list[tuple[int, str]]]:
+def _batches(lines: Iterable[str | bytes], size: int) -> Iterator[list[tuple[int, str | bytes]]]:
     """The non-blank lines with their numbers in the file, ``size`` at a time."""
-    batch: list[tuple[int, str]] = []
+    batch: list[tuple[int, str | bytes]] = []
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -178,7 +220,7 @@ class _Clock:
 
 
 def _import_batch(
-    batch: list[tuple[int, str]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
 ) -> list[LineOutcome]:
     outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock)
     try:
@@ -188,19 +230,24 @@ def _import_batch(
             if rejected_late:
                 _drop_unused_entities(created)
             outcomes.update(decided)
-    except DatabaseError:
-        # Should never happen; if it does, no line of the batch was written.
-        # Assert them one by one so one bad line costs only itself.
+    except REFUSALS as error:
+        # No line of the batch was written (its entities neither): assert
+        # them one by one, so a line PostgreSQL refuses costs only itself.
+        _stop_if_database_gone(error)
         texts = dict(batch)
-        for line in lines:
-            outcomes[line.number] = _one_by_one(
-                line, actor=actor, text=texts[line.number], now=line.now
-            )
+        try:
+            for line in lines:
+                outcomes[line.number] = _one_by_one(
+                    line, actor=actor, text=texts[line.number], now=line.now
+                )
+        except ImportStopped as stop:
+            stop.report.outcomes = sorted(outcomes.values(), key=lambda o: o.line)
+            raise
     return [outcomes[number] for number, _ in batch]
 
 
 def _check_lines(
-    batch: list[tuple[int, str]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
 ) -> tuple[dict[int, LineOutcome], list[Line]]:
     """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines."""
     stamps = clock.take(clock.batch_start(), len(batch))
@@ -224,7 +271,15 @@ def _check_lines(
     return outcomes, lines
 
 
-def _json_object(text: str, episode: str | None) -> dict[str, Any]:
+def _json_object(text: str | bytes, episode: str | None) -> dict[str, Any]:
+    if isinstance(text, bytes):
+        # Strictly UTF-8 (json.loads would also guess UTF-16 or UTF-32 from bytes).
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise Rejected(
+                "line", f"is not UTF-8 text (byte 0x{text[error.start]:02x} at {error.start + 1})"
+            ) from None
     try:
         raw = json.loads(text)
     except (ValueError, RecursionError):
@@ -253,29 +308,33 @@ def _parse(number, raw, actor, vocab, scopes, *, now: datetime) -> Line:
     assertion = decisions.parse_assertion(raw, vocab.spec, now=now)
     if assertion.scope not in scopes:
         try:
-            scopes[assertion.scope] = writable_scope(actor, assertion.scope)
+            # A savepoint inside a transaction: a name the database refuses
+            # must not abort the transaction the other lines are written in.
+            with transaction.atomic():
+                scopes[assertion.scope] = writable_scope(actor, assertion.scope)
         except NotFound:
             scopes[assertion.scope] = None
+        except REFUSALS as error:
+            _stop_if_database_gone(error)
+            raise Rejected("scope", _refusal(error)) from None
     scope = scopes[assertion.scope]
     if scope is None:
         raise Rejected("scope", "not found")
     return Line(number=number, assertion=assertion, scope_id=scope.pk, now=now)
 
 
-def _one_by_one(line: Line, *, actor, text: str, now: datetime | None) -> LineOutcome:
-    data = json.loads(text)
-    if line.assertion.episode and not data.get("episode"):
-        data["episode"] = line.assertion.episode
+def _one_by_one(line: Line, *, actor, text: str | bytes, now: datetime | None) -> LineOutcome:
+    data = _json_object(text, line.assertion.episode)
     try:
         result = assert_fact(actor=actor, data=data, now=now)
     except Rejected as refused:
         return rejected(line.number, refused.field, refused.message)
     except NotFound:
         return rejected(line.number, "scope", "not found")
-    except (DatabaseError, psycopg.Error) as error:
+    except REFUSALS as error:
         # psycopg's own errors too: the write path runs some queries on raw cursors.
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        return rejected(line.number, "line", f"the database refused it: {reason}")
+        _stop_if_database_gone(error)
+        return _refused(line.number, error, data)
     return LineOutcome(
         line=line.number,
         status=result.status,
@@ -285,6 +344,71 @@ def _one_by_one(line: Line, *, actor, text: str, now: datetime | None) -> LineOu
         superseded=tuple(result.superseded),
         conflict_id=result.conflict.pk if result.conflict else None,
     )
+
+
+def _refused(number: int, error: BaseException, data: Mapping[str, Any]) -> LineOutcome:
+    """A line the database refused: rejected with the reason, naming the field if it can.
+
+    The checks should have refused text PostgreSQL cannot store; should one
+    get through, the field holding it is named (psycopg refuses to encode a
+    lone surrogate, PostgreSQL refuses one escaped in JSON, or a NUL). Other
+    refusals (a constraint, a limit) are the line's as a whole.
+    """
+    field_name = next((name for name, value in data.items() if _unstorable(value)), "line")
+    return rejected(number, field_name, _refusal(error))
+
+
+def _unstorable(value: Any) -> bool:
+    """Whether ``value`` holds text, at any depth, that PostgreSQL cannot store."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")  # a lone surrogate has no UTF-8
+        except UnicodeEncodeError:
+            return True
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_unstorable(key) or _unstorable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_unstorable(item) for item in value)
+    return False
+
+
+def _refusal(error: BaseException) -> str:
+    if isinstance(error, UnicodeEncodeError):
+        character = error.object[error.start : error.start + 1]
+        return f"cannot be stored: {error.reason} (U+{ord(character):04X})"
+    return f"the database refused it: {_describe(error)}"
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _stop_if_database_gone(error: BaseException) -> None:
+    """After a refusal: stop the import if the database cannot be reached any more.
+
+    A connection that was lost (a restart, a terminated backend) is opened
+    again, so an outage that ends costs only the lines it met; one that does
+    not end, or a connection lost inside the caller's transaction, stops the
+    import: no later line could be written either.
+    """
+    if not _connection_lost():
+        return
+    if connection.in_atomic_block:
+        raise ImportStopped(f"the database connection was lost: {_describe(error)}") from error
+    connection.close()
+    try:
+        connection.ensure_connection()
+    except DatabaseError as gone:
+        raise ImportStopped(f"the database cannot be reached: {_describe(gone)}") from error
+
+
+def _connection_lost() -> bool:
+    """Whether Django's connection is gone: closed by Django after a failed rollback, or
+    broken under it."""
+    raw = connection.connection
+    return raw is None or raw.closed or raw.broken
 
 
 def _decide_locked(
@@ -330,7 +454,7 @@ def _decide_locked(
 
 
 def _import_in_parallel(
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     *,
     actor,
     episode: str | None,
@@ -359,33 +483,48 @@ def _import_in_parallel(
     created: list[int] = []
     # What each worker holds: the lines of its share and their text, kept
     # here for the rare share PostgreSQL refuses as a whole.
-    held: list[tuple[list[Line], dict[int, str]] | None] = [None] * workers
-    rejected_late = False
+    held: list[tuple[list[Line], dict[int, str | bytes]] | None] = [None] * workers
+    # Set once a line whose entities this process created is rejected after
+    # all: those entities may now be named by no fact.
+    stale_entities = False
+    stopped: ImportStopped | None = None
 
-    def collect(worker: int) -> None:
-        nonlocal rejected_late
-        message = pipes[worker].recv()
+    def collect(worker: int, *, redo: bool = True) -> None:
+        nonlocal stale_entities
         share, texts = held[worker] or ([], {})
         held[worker] = None
+        try:
+            message = pipes[worker].recv()
+        except (EOFError, OSError):
+            message = ("failed", "the worker process went away")
         if message[0] == "failed":
-            raise ImportWorkerError(message[1])
+            stale_entities = True
+            raise ImportStopped(f"a worker process failed: {message[1]}")
+        decided: list[LineOutcome] = []
         if message[0] == "refused":
             # Nothing of the share was written: one line at a time, here, so
             # only an offending line is rejected. A fixed clock keeps each
             # line's instant; otherwise assert_fact reads it under its lock.
-            decided = [
-                _one_by_one(
-                    line,
-                    actor=actor,
-                    text=texts[line.number],
-                    now=line.now if clock.fixed else None,
-                )
-                for line in share
-            ]
+            # Not while stopping: those lines are then simply not written.
+            stale_entities = True
+            try:
+                for line in share if redo else ():
+                    decided.append(
+                        _one_by_one(
+                            line,
+                            actor=actor,
+                            text=texts[line.number],
+                            now=line.now if clock.fixed else None,
+                        )
+                    )
+            finally:
+                outcomes.update((outcome.line, outcome) for outcome in decided)
         else:
-            _, decided, late = message
-            rejected_late = rejected_late or late
-        outcomes.update((outcome.line, outcome) for outcome in decided)
+            decided = message[1]
+            outcomes.update((outcome.line, outcome) for outcome in decided)
+            # A line can still be refused under the locks (its interval ends
+            # before the time it was read at).
+            stale_entities = stale_entities or any(o.status == "rejected" for o in decided)
         if on_progress:
             on_progress(len(decided))
 
@@ -397,12 +536,15 @@ def _import_in_parallel(
                 on_progress(len(checked))
             if not parsed:
                 continue
-            with transaction.atomic():
-                created += _resolve_entities(parsed)
+            texts = dict(batch)
+            parsed, made, refused = _resolve_apart(parsed, texts)
+            created += made
+            outcomes.update(refused)
+            if on_progress and refused:
+                on_progress(len(refused))
             shares: list[list[Line]] = [[] for _ in range(workers)]
             for line in parsed:
                 shares[line.subject_id % workers].append(line)
-            texts = dict(batch)
             for worker, share in enumerate(shares):
                 if not share:
                     continue
@@ -415,6 +557,18 @@ def _import_in_parallel(
         for worker in range(workers):
             if held[worker] is not None:
                 collect(worker)
+    except Exception as error:
+        if isinstance(error, ImportStopped):
+            stopped = error
+        else:
+            stopped = ImportStopped(_describe(error))
+            stopped.__cause__ = error
+        # The shares still out may have been written: wait for their
+        # outcomes, so that the report says exactly what was.
+        for worker in range(workers):
+            if held[worker] is not None:
+                with contextlib.suppress(ImportStopped):
+                    collect(worker, redo=False)
     finally:
         for pipe, process in zip(pipes, processes, strict=True):
             with contextlib.suppress(OSError):
@@ -423,22 +577,54 @@ def _import_in_parallel(
             process.join(timeout=30)
             if process.is_alive():
                 process.terminate()
-    if rejected_late:
+    if stale_entities or stopped:
         _drop_unused_entities(created)
     report = ImportReport()
     report.outcomes = [outcomes[number] for number in sorted(outcomes)]
+    if stopped is not None:
+        stopped.report = report
+        raise stopped
     return report
 
 
-class ImportWorkerError(RuntimeError):
-    """A worker process stopped on an error no line could explain; the message holds its trace."""
+def _resolve_apart(
+    lines: list[Line], texts: Mapping[int, str | bytes]
+) -> tuple[list[Line], list[int], dict[int, LineOutcome]]:
+    """Resolve the lines' entities (committed); a line the database refuses is rejected alone.
+
+    Returns the lines resolved, the ids of the entities created, and the
+    outcomes of the lines refused.
+    """
+    try:
+        with transaction.atomic():
+            return lines, _resolve_entities(lines), {}
+    except REFUSALS as error:
+        _stop_if_database_gone(error)
+    # Nothing was written: again one line at a time, in file order, so a new
+    # entity still takes the spelling of its first mention.
+    kept: list[Line] = []
+    created: list[int] = []
+    refused: dict[int, LineOutcome] = {}
+    for line in lines:
+        try:
+            with transaction.atomic():
+                created += _resolve_entities([line])
+        except REFUSALS as error:
+            _stop_if_database_gone(error)
+            refused[line.number] = _refused(
+                line.number, error, _json_object(texts[line.number], None)
+            )
+            continue
+        kept.append(line)
+    return kept, created, refused
 
 
 def _worker(pipe, actor, fixed_start: datetime | None) -> None:
     """One worker: decide each share it is sent and send back the outcomes, until sent None.
 
     A share PostgreSQL refuses as a whole (which the checks should make
-    impossible) is answered ``refused``: nothing of it was written.
+    impossible) is answered ``refused``: nothing of it was written. Any other
+    error is answered ``failed`` with its trace, and the worker stops.
     """
     clock = _Clock(fixed_start)
     try:
@@ -446,11 +632,13 @@ def _worker(pipe, actor, fixed_start: datetime | None) -> None:
             lines = [Line.from_tuple(values) for values in packed]
             try:
                 with transaction.atomic():
-                    decided, late = _decide_locked(lines, actor=actor, clock=clock)
-            except DatabaseError:
+                    decided, _ = _decide_locked(lines, actor=actor, clock=clock)
+            except REFUSALS:
+                if _connection_lost():
+                    connection.close()  # the next share opens a new one
                 pipe.send(("refused",))  # the importing process redoes it line by line
                 continue
-            pipe.send(("decided", [outcome for _, outcome in decided], late))
+            pipe.send(("decided", [outcome for _, outcome in decided]))
     except EOFError:
         pass  # the importing process went away: nothing more to do
     except BaseException:
@@ -546,11 +734,16 @@ def _lookup_entities(cursor, scope_id: int, keys: list[str]) -> dict[str, int]:
 
 
 def _drop_unused_entities(created: list[int]) -> None:
-    """Entities this batch created only for lines rejected under the lock: not written."""
+    """Entities the import created only for lines it then rejected: not written after all.
+
+    Best effort: should the database refuse (a writer naming one of them
+    just committed a fact, or the connection is gone), they stay, which
+    costs nothing but a name.
+    """
     if not created:
         return
     fact_table = Fact._meta.db_table
-    with connection.cursor() as cursor:
+    with contextlib.suppress(*REFUSALS), transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"""
             DELETE FROM {Entity._meta.db_table} e WHERE e.id = ANY(%s)
@@ -559,6 +752,19 @@ def _drop_unused_entities(created: list[int]) -> None:
             """,
             [created],
         )
+
+
+def read_raw_lines(path: str) -> Iterator[bytes]:
+    """The lines of a JSONL file (``-`` for standard input) as bytes.
+
+    ``import_lines`` decodes each line on its own, so a line that is not
+    UTF-8 is rejected with its number instead of stopping the import there.
+    """
+    if path == "-":
+        yield from getattr(sys.stdin, "buffer", sys.stdin)
+        return
+    with open(path, "rb") as handle:
+        yield from handle
 
 
 def read_lines(path: str) -> Iterator[str]:

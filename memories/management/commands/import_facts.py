@@ -9,7 +9,14 @@ import os
 import tqdm
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.ingest import BATCH_SIZE, default_workers, import_lines, read_lines
+from memories.ingest import (
+    BATCH_SIZE,
+    ImportReport,
+    ImportStopped,
+    default_workers,
+    import_lines,
+    read_raw_lines,
+)
 from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
 
 STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
@@ -18,7 +25,8 @@ STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
 class Command(BaseCommand):
     help = (
         "Import assertions from a JSONL file (one JSON object per line, the fields of "
-        "POST /api/v1/facts). A bad line is reported with its number and skipped."
+        "POST /api/v1/facts). A bad line is reported with its number and skipped; the exit "
+        "status is 0 once every line was read, 1 if the import stopped before the end."
     )
 
     def add_arguments(self, parser) -> None:
@@ -62,23 +70,38 @@ class Command(BaseCommand):
         ) as bar:
             try:
                 report = import_lines(
-                    read_lines(file),
+                    read_raw_lines(file),
                     actor=actor,
                     episode=episode,
                     batch_size=batch_size,
                     on_progress=bar.update,
                     workers=workers,
                 )
-            except UnicodeDecodeError as error:
-                raise CommandError(f"{file} is not UTF-8 text: {error}") from None
+            except ImportStopped as stop:
+                bar.close()
+                self._write_report(stop.report)
+                raise CommandError(
+                    f"The import stopped: {_printable(stop.reason)}\nThe lines counted above "
+                    "as created, reinforced, superseded or flagged were written; no other line was."
+                ) from stop
+        self._write_report(report)
 
+    def _write_report(self, report: ImportReport) -> None:
         counts = report.counts
         self.stdout.write(
             "Imported: " + ", ".join(f"{counts.get(status, 0)} {status}" for status in STATUSES)
         )
         for outcome in report.rejected:
-            where = f" ({outcome.field})" if outcome.field else ""
-            self.stdout.write(f"  line {outcome.line}: rejected{where}: {outcome.reason}")
+            where = f" ({_printable(outcome.field)})" if outcome.field else ""
+            self.stdout.write(
+                f"  line {outcome.line}: rejected{where}: {_printable(outcome.reason or '')}"
+            )
+
+
+def _printable(text: str) -> str:
+    """``text`` as any terminal or file can take it: a lone surrogate (a field's name can
+    hold one) is written as its escape instead of failing the report."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _count_lines(path: str) -> int:
