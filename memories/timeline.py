@@ -20,7 +20,7 @@ values were first recorded so no candidate is favoured by its position:
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from memories.confidence import effective_confidence
 
@@ -33,6 +33,12 @@ BAR_HEIGHT = 24
 AXIS_HEIGHT = 30
 CURVE_SAMPLES = 24
 TICKS = 5
+
+# The ends of Python's calendar. A fact may be valid from its first instant or
+# until its last (any time the write path accepts), and the axis' padding
+# around such a time must stop there instead of stepping off the calendar.
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -129,9 +135,10 @@ def layout(
     if conflict_opened_at is not None:
         moments.append(conflict_opened_at)
     first, last = min(moments), max(moments)
-    # A little room on both sides, and never a zero-length axis.
+    # A little room on both sides, and never a zero-length axis (at the
+    # calendar's ends the room is on the other side only).
     padding = max((last - first) * 0.04, timedelta(hours=1))
-    first, last = first - padding, last + padding
+    first, last = _moved(first, -padding), _moved(last, padding)
     plot_left, plot_right = LABEL_WIDTH, WIDTH - RIGHT_PAD
     seconds = (last - first).total_seconds()
 
@@ -215,6 +222,16 @@ def layout(
     )
 
 
+def _moved(moment: datetime, delta: timedelta) -> datetime:
+    """``moment + delta``, held to the calendar's ends."""
+    try:
+        return moment + delta
+    except OverflowError:
+        end = LATEST if delta > timedelta(0) else EARLIEST
+        # The same instant in UTC: any aware time compares and subtracts with it.
+        return end if moment.tzinfo is not None else end.replace(tzinfo=None)
+
+
 def _curve(span: Span, end: datetime, top: float, x_of, *, half_life_days: float, floor: float):
     """A closed path: the effective confidence from the span's start to its end."""
     start = span.start
@@ -241,9 +258,14 @@ def _cross(x: float, y: float) -> str:
     return f"M{x - 5},{y - 5} l10,10 m0,-10 l-10,10"
 
 
+def _minute(moment: datetime) -> str:
+    """``YYYY-MM-DD HH:MM``; strftime's ``%Y`` drops the leading zeros of years before 1000."""
+    return moment.isoformat(" ", "minutes")[:16]
+
+
 def _title(span: Span) -> str:
-    period = f"valid from {span.start:%Y-%m-%d %H:%M}"
-    period += f" to {span.end:%Y-%m-%d %H:%M}" if span.end else ", still valid"
+    period = f"valid from {_minute(span.start)}"
+    period += f" to {_minute(span.end)}" if span.end else ", still valid"
     ended = f", {span.ended_as}" if span.ended_as else ""
     disputed = ", disputed" if span.disputed else ""
     return f"{span.value}: {period}{ended}{disputed}"
@@ -251,8 +273,8 @@ def _title(span: Span) -> str:
 
 def _tick_label(moment: datetime, extent: timedelta) -> str:
     if extent <= timedelta(days=3):
-        return f"{moment:%m-%d %H:%M}"
-    return f"{moment:%Y-%m-%d}"
+        return _minute(moment)[5:]
+    return _minute(moment)[:10]
 
 
 def _describe(spans: Sequence[Span], values: Sequence[str], opened: datetime | None) -> str:
@@ -260,5 +282,5 @@ def _describe(spans: Sequence[Span], values: Sequence[str], opened: datetime | N
     live = sum(1 for span in spans if span.end is None)
     text = f"{len(values)} value(s) over time, {len(spans)} fact(s), {live} still valid."
     if opened is not None:
-        text += f" The open conflict began {opened:%Y-%m-%d %H:%M}."
+        text += f" The open conflict began {_minute(opened)}."
     return text

@@ -36,6 +36,9 @@ from memories.vocabulary import attach_vocabulary
 
 # --- shared plumbing ----------------------------------------------------------------
 
+# PostgreSQL's bigint, the type of LIMIT and OFFSET.
+BIGINT_MAX = 2**63 - 1
+
 
 def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Answer an action's refusal the way the console always does.
@@ -73,8 +76,19 @@ class WindowPaginator(Paginator):
 
     def __init__(self, object_list, per_page: int, *, number: int) -> None:
         super().__init__(object_list, per_page)
-        self.limit = max(number, 1) * per_page + self.WINDOW
+        number = min(max(number, 1), self.deepest(per_page))
+        self.limit = number * per_page + self.WINDOW
         self.more = False
+
+    @classmethod
+    def deepest(cls, per_page: int) -> int:
+        """The deepest page whose count and slice PostgreSQL can still bound.
+
+        LIMIT and OFFSET are bigints: the count of a page reads ``number *
+        per_page + WINDOW + 1`` rows at most, which must fit in one. No list
+        is that long, so a page this deep is past the end of every list.
+        """
+        return (BIGINT_MAX - cls.WINDOW - 1) // per_page
 
     @cached_property
     def count(self) -> int:
@@ -177,11 +191,23 @@ def in_list(column: str, values: Iterable[Any], params: dict[str, Any], name: st
 
 
 def paginate(request: HttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
-    """One page of ``listed``: a bounded COUNT and one slice, whatever the page size."""
+    """One page of ``listed``: a bounded COUNT and one slice, whatever the page size.
+
+    Page numbers read as Django's ``Paginator.get_page`` reads them: a page
+    past the end, however far, is the last page, and so is a number below 1
+    (``form.page_number()`` makes anything that is not a number the first).
+    Finding the last page means counting to the end of the list.
+    """
+    size = form.page_size()
     number = form.page_number()
-    paginator = WindowPaginator(listed, form.page_size(), number=number)
-    if isinstance(listed, SqlRows):
-        size = form.page_size()
+    deepest = WindowPaginator.deepest(size)
+    past_any_end = not 1 <= number < deepest
+    if past_any_end:
+        number = deepest
+    paginator = WindowPaginator(listed, size, number=number)
+    # Read ahead the page asked for, unless it cannot exist: then the
+    # paginator counts first and reads the last page on its own.
+    if isinstance(listed, SqlRows) and not past_any_end:
         listed.read_ahead(count_limit=paginator.limit + 1, offset=(number - 1) * size, limit=size)
     return paginator.get_page(number)
 
