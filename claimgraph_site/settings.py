@@ -2,10 +2,12 @@
 
 Every value that differs between a laptop and production comes from an
 environment variable, read through the helpers in ``lib/env.py`` which fail
-loudly on a value they cannot read. ``DJANGO_DEBUG`` defaults to off; with it
-off there is no fallback for the secret key.
+loudly on a value they cannot read. ``DJANGO_DEBUG`` defaults to off wherever
+a server or a secret is configured; with it off there is no fallback for the
+secret key.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -16,14 +18,19 @@ from claimgraph_site.lib.env import env_bool, env_float, env_int, env_list, env_
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CLAIMGRAPH_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DJANGO_DEBUG", False)
+# Local work is the embedded database with no secret configured: there DEBUG
+# defaults to on, so the README's manage.py commands work where `make run` ran.
+# Naming a server (DATABASE_URL) or a secret (DJANGO_SECRET_KEY) is deploying:
+# DEBUG then defaults to off, and off means no fallback secret.
+local_work = not env_str("DATABASE_URL") and not env_str("DJANGO_SECRET_KEY")
+DEBUG = env_bool("DJANGO_DEBUG", local_work)
 
 SECRET_KEY = env_str("DJANGO_SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off "
-            "(`make run` and `make test` set DJANGO_DEBUG=1 for local work)."
+            "(it is on by default for local work: no DATABASE_URL, no secret)."
         )
     SECRET_KEY = "insecure-local-development-key-never-used-in-production"
 
@@ -43,6 +50,7 @@ INSTALLED_APPS = [
     "guardian",
     "pgtrigger",
     "django_tasks_db",
+    "axes",
     "memories",
     "admissions",
     "accounts",
@@ -50,9 +58,13 @@ INSTALLED_APPS = [
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and
 # django-htmx's own, passed over by requests to the JSON API (bearer tokens,
-# no session, no pages); the others guard every response.
+# no session, no pages); the others guard every response. The outage
+# middleware turns a database outage into a 503 and must stand outside every
+# middleware that can query (sessions, the user); axes' stands last, as its
+# documentation requires, to turn a locked-out sign-in into its page.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "claimgraph_site.outages.DatabaseOutageMiddleware",
     "claimgraph_site.middleware.WhiteNoiseMiddleware",
     "claimgraph_site.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -62,6 +74,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "claimgraph_site.middleware.HtmxMiddleware",
+    "claimgraph_site.request_limits.RequestLimitsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "claimgraph_site.urls"
@@ -104,12 +118,21 @@ else:
 # nothing automatically (Django's own cursors bind on the client and never
 # prepare). Poolers: docs/operations.md.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 2**31 - 1)
+# A persistent connection that died between requests (the server restarted, a
+# proxy dropped it) is found by one `SELECT 1` as the next request comes in and
+# replaced, instead of failing that request with a 503. A connection that fails
+# during a request is closed when the request ends (Django's own rule), so
+# either way the next request connects afresh (claimgraph_site/outages.py).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
     DATABASES["default"]["TEST"] = {"NAME": test_database_name}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    # First, so that a locked-out account and address is refused before its
+    # password is even checked (django-axes; settings below).
+    "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -121,6 +144,34 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- Sign-in throttling (django-axes, SPEC §11) --------------------------------
+# After CLAIMGRAPH_SIGNIN_FAILURE_LIMIT failed sign-ins for one username from one
+# address within the cool-off, that username is refused from that address, even
+# with the right password, until CLAIMGRAPH_SIGNIN_COOLOFF_MINUTES have passed
+# since the last attempt (each attempt during the lockout starts the cool-off
+# again). Only the pair is locked: the account still signs in from elsewhere and
+# the address can still sign in as others, so a stranger cannot lock a steward
+# out everywhere by guessing at their name. API tokens never pass through here.
+AXES_FAILURE_LIMIT = env_int("CLAIMGRAPH_SIGNIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("CLAIMGRAPH_SIGNIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# A success clears the pair's failures, so a typo before each sign-in never adds up.
+AXES_RESET_ON_SUCCESS = True
+# Failures are what the throttle needs; a table row for every successful
+# sign-in would grow without bound and nothing reads it.
+AXES_DISABLE_ACCESS_LOG = True
+# The lockout's log line (logger "axes", WARNING) names the account and the
+# address, so that an operator can act on it; axes masks passwords always, and
+# masks these two by default. The CSRF token it would store is masked instead.
+AXES_SENSITIVE_PARAMETERS = ["csrfmiddlewaretoken"]
+AXES_LOCKOUT_CALLABLE = "claimgraph_site.signin.locked_out"
+AXES_CLIENT_IP_CALLABLE = "claimgraph_site.signin.client_address"
+# Behind reverse proxies the address Django sees is the nearest proxy's: name
+# how many proxies append to X-Forwarded-For, and the client's address is read
+# from there instead (claimgraph_site/signin.py).
+CLAIMGRAPH_TRUSTED_PROXIES = env_int("CLAIMGRAPH_TRUSTED_PROXIES", 0)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
