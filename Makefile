@@ -1,8 +1,10 @@
 # claimgraph — the two commands of the README, and a few helpers.
 #
 #   make run    set everything up (venv, dependencies, embedded PostgreSQL,
-#               migrations, demo data and accounts) and serve the console
+#               migrations, demo data and accounts) and serve the console;
+#               Ctrl-C or SIGTERM stops the server and the embedded PostgreSQL
 #   make test   lint and run the whole test suite
+#   make stop   stop the embedded PostgreSQL left running (after a SIGKILL)
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -11,15 +13,18 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | cksum | cut -d' ' -f1)
 
-# Local work runs with DEBUG on (a generated development secret); production
-# sets DJANGO_SECRET_KEY and leaves DJANGO_DEBUG off (see README).
+# Local work runs with DEBUG on (a development secret): the settings default to
+# it on the embedded database, and this makes it so for `make test` against a
+# DATABASE_URL too. Production sets DJANGO_SECRET_KEY and leaves DJANGO_DEBUG
+# off (see README).
 export DJANGO_DEBUG ?= 1
 
-.PHONY: help run test lint format serve migrate demo worker bench clean
+.PHONY: help run stop test lint format serve migrate demo worker bench clean
 
 help:
 	@echo "make run   - set up everything and serve the console on http://127.0.0.1:$(PORT)"
 	@echo "make test  - lint and run the whole test suite"
+	@echo "make stop  - stop the embedded PostgreSQL if something left it running"
 	@echo "make worker / make bench / make format / make clean"
 
 # Find a Python >= 3.12: PATH first, then pyenv's versions folder.
@@ -51,8 +56,14 @@ migrate: $(STAMP)
 demo: migrate
 	$(PY) manage.py seed_demo
 
-run: demo
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+# The supervisor runs the migrations, the demo data and the server, and on
+# Ctrl-C or SIGTERM stops the server and then the embedded PostgreSQL.
+run: $(STAMP)
+	$(PY) -m claimgraph_site.lib.serve --port $(PORT)
+
+# Without a venv nothing can have started the embedded PostgreSQL.
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m claimgraph_site.lib.embedded_db stop; fi
 
 worker: migrate
 	$(PY) manage.py db_worker

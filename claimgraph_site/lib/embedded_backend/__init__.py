@@ -1,0 +1,1 @@
+"""Django's PostgreSQL backend for the embedded server (see ``base``)."""
