@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "memories",
     "admissions",
     "accounts",
+    "console",
 ]
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and
@@ -78,7 +79,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "memories.context_processors.console",
+                "console.context_processors.console",
             ],
         },
     },

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from claimgraph_site.api import api
+from api.app import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,7 +15,5 @@ urlpatterns = [
     ),
     path("signout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api.urls),
-    path("account/", include("accounts.urls")),
-    path("", include("admissions.urls")),
-    path("", include("memories.urls")),
+    path("", include("console.urls")),
 ]

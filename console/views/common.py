@@ -1,7 +1,7 @@
 """The memory store's own pages: the audit feed and entity merges.
 
 Pages that also show a fact's admission status (dashboard, conflicts, facts,
-candidates, challenges) live in ``admissions.views``: admissions stands above
+candidates, challenges) live in ``console.views``: admissions stands above
 memories, and nothing here may import it. The small helpers at the top are the
 console's shared HTTP plumbing, used by both apps' pages.
 """
@@ -25,12 +25,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from console.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
 from memories import lookups
+from memories.core.normalize import value_key
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
 from memories.merges import active_merges, merge_entities, undo_merge
 from memories.models import AuditEntry, Entity, EntityMerge, Fact, Scope
-from memories.normalize import value_key
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.vocabulary import attach_vocabulary
 
@@ -320,7 +320,7 @@ def audit(request: HttpRequest) -> HttpResponse:
         "query": page_query(request),
         "export_query": page_query(request),
     }
-    template = "memories/audit.html#audit-list" if request.htmx else "memories/audit.html"
+    template = "console/audit.html#audit-list" if request.htmx else "console/audit.html"
     return render(request, template, context)
 
 
@@ -428,7 +428,7 @@ def _entities_context(request: HttpRequest, merge_form: MergeForm | None = None)
 @login_required
 def entities(request: HttpRequest) -> HttpResponse:
     context = _entities_context(request)
-    template = "memories/entities.html#entity-list" if request.htmx else "memories/entities.html"
+    template = "console/entities.html#entity-list" if request.htmx else "console/entities.html"
     return render(request, template, context)
 
 
@@ -463,7 +463,7 @@ def merge(request: HttpRequest) -> HttpResponse:
                     f"Merged {found['entity'].name} into {found['into'].name}.",
                     reverse("entities"),
                 )
-    return render(request, "memories/entities.html", _entities_context(request, form), status=400)
+    return render(request, "console/entities.html", _entities_context(request, form), status=400)
 
 
 @require_POST

@@ -3,23 +3,21 @@
 Each operation checks its input, calls one action or selector and shapes the
 answer; authorization lives in the actions (404 for anything outside the
 caller's scopes, 403 for a member attempting a steward action). Every error
-is rendered by ``claimgraph_site.api``.
+is rendered by ``api.app``.
 
-memories stands below admissions, yet the Fact shape carries an admission
-status and recall serves only admitted system facts. The site that mounts
-both routers hands that knowledge down through :func:`install_admission_gate`
-rather than this module importing the layer above it.
+The Fact shape carries each fact's admission status, and recall serves only
+admitted ``system`` facts: both come from ``admissions``, which this face
+stands above.
 """
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from django.core import signing
-from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
@@ -28,20 +26,9 @@ from django.utils import timezone
 from ninja import Query, Router
 from ninja.responses import Status
 
-from memories.actions import (
-    AssertResult,
-    assert_fact,
-    invalidate_fact,
-    record_outcome,
-    resolve_conflict,
-)
-from memories.contested import ContestedSlot, contested_slots
-from memories.episodes import WithdrawalPlan, withdraw_episode
-from memories.errors import NotFound, Rejected
-from memories.lookups import readable_fact
-from memories.models import Conflict, ConflictMember, Fact, Scope
-from memories.roles import is_global_steward, steward_scope_ids
-from memories.schemas import (
+from admissions import status as fold
+from admissions.selectors import fact_statuses, recall, share_percent
+from api.schemas import (
     READ_ERRORS,
     WRITE_ERRORS,
     AnswerEncoder,
@@ -63,7 +50,19 @@ from memories.schemas import (
     WithdrawalOut,
     WithdrawIn,
 )
-from memories.selectors import TruthEntry
+from memories.actions import (
+    AssertResult,
+    assert_fact,
+    invalidate_fact,
+    record_outcome,
+    resolve_conflict,
+)
+from memories.contested import ContestedSlot, contested_slots
+from memories.episodes import WithdrawalPlan, withdraw_episode
+from memories.errors import NotFound, Rejected
+from memories.lookups import readable_fact
+from memories.models import Bucket, Conflict, ConflictMember, Fact, Scope
+from memories.roles import is_global_steward, steward_scope_ids
 
 router = Router(tags=["memories"])
 
@@ -84,7 +83,7 @@ class _EpisodeConverter:
 
 register_converter(_EpisodeConverter, "episode")
 
-# --- the admission gate, handed down by the site -----------------------------------
+# --- admission status in the Fact shape ---------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -93,35 +92,27 @@ class Admission:
     explanation: str
 
 
-@dataclass(frozen=True)
-class AdmissionGate:
-    """What the admissions layer adds to this API.
-
-    ``statuses`` answers the admission of each fact (status None for the
-    ``user`` bucket); ``recall`` is the current truth with the admission gate
-    applied, with the signature of ``memories.selectors.current_truth``.
-    """
-
-    statuses: Callable[[Sequence[Fact]], Mapping[Any, Admission]]
-    recall: Callable[..., Sequence[TruthEntry]]
-    # The admission of a fact written this instant, which no record names
-    # yet: answered without reading the records.
-    status_of_new: Callable[[Fact], Admission]
+USER_BUCKET_EXPLANATION = "a user bucket fact is private to its author and needs no admission"
 
 
-_gate: AdmissionGate | None = None
+def admissions_of(facts: Sequence[Fact]) -> dict[Any, Admission]:
+    """Each fact's admission (status None for the ``user`` bucket), in one statement."""
+    found = fact_statuses(facts)
+    return {
+        fact.pk: Admission(status=found[fact.pk].status, explanation=found[fact.pk].explanation)
+        if fact.pk in found
+        else Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
+        for fact in facts
+    }
 
 
-def install_admission_gate(gate: AdmissionGate) -> None:
-    global _gate
-    _gate = gate
-
-
-def admission_gate() -> AdmissionGate:
-    # Failing loudly beats serving unadmitted facts as truth.
-    if _gate is None:
-        raise ImproperlyConfigured("mount memories.api through claimgraph_site.api")
-    return _gate
+def admission_of_new(fact: Fact) -> Admission:
+    """The admission of a fact written this instant, which no record names yet."""
+    if fact.bucket == Bucket.USER:
+        return Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
+    # No records yet: rule 1 alone decides, and A does not enter into it.
+    status = fold.judge(fact.pk, (), admitted_count=0, share_percent=share_percent())
+    return Admission(status=status.status, explanation=status.explanation)
 
 
 # --- presenting facts ---------------------------------------------------------------
@@ -136,7 +127,7 @@ def present_facts(facts: Sequence[Fact], *, at: datetime) -> list[dict[str, Any]
     """The Fact shape of each fact: two queries for the lot, whatever its size."""
     if not facts:
         return []
-    statuses = admission_gate().statuses(facts)
+    statuses = admissions_of(facts)
     with connection.cursor() as cursor:
         cursor.execute(_DISPUTED_SQL, [[fact.pk for fact in facts]])
         disputed = {row[0] for row in cursor.fetchall()}
@@ -202,7 +193,7 @@ def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
         fact = _fact_body(
             result.fact,
             at=now,
-            admission=admission_gate().status_of_new(result.fact),
+            admission=admission_of_new(result.fact),
             disputed=result.status == "flagged",
         )
     body = {
@@ -326,7 +317,7 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
             known_at, offset = pinned_known_at, int(position[2])
         except (IndexError, TypeError, ValueError):
             raise Rejected("cursor", "is not a cursor this API issued") from None
-    entries = admission_gate().recall(
+    entries = recall(
         viewer=actor,
         scope=scope,
         subject=query.subject,

@@ -6,7 +6,7 @@ again whatever they rely on.
 
 from django import forms
 
-from memories.forms import (
+from console.forms import (
     EPISTEMIC_CHOICES,
     PagedForm,
     QuickForm,

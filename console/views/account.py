@@ -8,11 +8,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.actions import issue_token, revoke_token
-from accounts.forms import TokenForm
 from accounts.models import ApiToken
+from console.account_forms import TokenForm
 from memories.errors import NotFound, Rejected, StateConflict
 
-TEMPLATE = "accounts/account.html"
+TEMPLATE = "console/account.html"
 
 
 def _page(request: HttpRequest, form: TokenForm, *, secret: str | None = None, status=200):

@@ -20,7 +20,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
-from admissions.forms import ChallengeForm, CorrectForm, FactFilterForm, RefuteForm, VerdictForm
 from admissions.models import Record, Role
 from admissions.selectors import (
     recall,
@@ -28,7 +27,24 @@ from admissions.selectors import (
     status_and_records_query,
     with_admission_status,
 )
+from console.admission_forms import (
+    ChallengeForm,
+    CorrectForm,
+    FactFilterForm,
+    RefuteForm,
+    VerdictForm,
+)
+from console.views.common import (
+    add_rejection,
+    done,
+    fill_small_relations,
+    page_query,
+    paginate,
+    refusals,
+    row_link,
+)
 from memories.actions import may_end
+from memories.core.normalize import value_key
 from memories.errors import NotFound, Rejected
 from memories.lookups import (
     Columns,
@@ -47,17 +63,7 @@ from memories.models import (
     Predicate,
     Scope,
 )
-from memories.normalize import value_key
 from memories.roles import is_steward_of
-from memories.views import (
-    add_rejection,
-    done,
-    fill_small_relations,
-    page_query,
-    paginate,
-    refusals,
-    row_link,
-)
 from memories.vocabulary import attach_vocabulary
 
 CHAIN_LIMIT = 25
@@ -118,7 +124,7 @@ def facts(request: HttpRequest) -> HttpResponse:
         "query": page_query(request),
         "now": timezone.now(),
     }
-    template = "admissions/facts.html"
+    template = "console/facts.html"
     return render(request, f"{template}#fact-results" if request.htmx else template, context)
 
 
@@ -289,21 +295,21 @@ def _fact_context(request: HttpRequest, fact: Fact, forms: dict | None = None) -
 @refusals
 def fact(request: HttpRequest, fact_id) -> HttpResponse:
     found = readable_fact(request.user, fact_id)
-    return render(request, "admissions/fact.html", _fact_context(request, found))
+    return render(request, "console/fact.html", _fact_context(request, found))
 
 
 def _after_record(request: HttpRequest, found: Fact, message: str) -> HttpResponse:
     """htmx: the refreshed status panel in place; otherwise post/redirect/get."""
     if request.htmx:
         fresh = readable_fact(request.user, found.pk)
-        return render(request, "admissions/fact.html#fact-status", _fact_context(request, fresh))
+        return render(request, "console/fact.html#fact-status", _fact_context(request, fresh))
     return done(request, message, reverse("fact", args=[found.pk]))
 
 
 def _refused_input(request: HttpRequest, found: Fact, key, form) -> HttpResponse:
     """The page (or, for htmx, the panel) again with the form's errors: a 400."""
     context = _fact_context(request, found, {key: form})
-    template = "admissions/fact.html#fact-status" if request.htmx else "admissions/fact.html"
+    template = "console/fact.html#fact-status" if request.htmx else "console/fact.html"
     return render(request, template, context, status=400)
 
 
@@ -450,4 +456,4 @@ def subject(request: HttpRequest, entity_id: int) -> HttpResponse:
         ).select_related("entity"),
         "facts_url": reverse("facts") + f"?scope={entity.scope.name}&subject={entity.name}",
     }
-    return render(request, "admissions/subject.html", context)
+    return render(request, "console/subject.html", context)

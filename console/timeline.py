@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from memories.confidence import effective_confidence
+from memories.core.confidence import effective_confidence
 
 WIDTH = 760
 LABEL_WIDTH = 150

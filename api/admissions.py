@@ -1,12 +1,7 @@
 """The admissions face of the JSON API (SPEC §6, §10): verdicts, challenges, refutations,
 corrections and each fact's record history.
-
-It also builds the admission gate the memory API needs (statuses in the
-Fact shape, the admitted-only recall), which ``claimgraph_site.api`` hands
-down to ``memories.api``.
 """
 
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -16,14 +11,10 @@ from ninja import Field, Query, Router
 from ninja.responses import Status
 from pydantic import BaseModel
 
-from admissions import status as fold
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record
-from admissions.selectors import fact_status, recall, share_percent
-from memories.api import Admission, AdmissionGate, caller, keyset_page, present_assert
-from memories.lookups import readable_fact
-from memories.models import Bucket, Fact
-from memories.schemas import (
+from api.memory import caller, keyset_page, present_assert
+from api.schemas import (
     READ_ERRORS,
     WRITE_ERRORS,
     AssertOut,
@@ -34,33 +25,9 @@ from memories.schemas import (
     Page,
     Text,
 )
+from memories.lookups import readable_fact
 
 router = Router(tags=["admissions"])
-
-USER_BUCKET_EXPLANATION = "a user bucket fact is private to its author and needs no admission"
-
-
-def statuses(facts: Sequence[Fact]) -> Mapping[Any, Admission]:
-    answers = {}
-    for fact in facts:
-        if fact.bucket == Bucket.USER:
-            answers[fact.pk] = Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
-        else:
-            status = fact_status(fact)
-            answers[fact.pk] = Admission(status=status.status, explanation=status.explanation)
-    return answers
-
-
-def status_of_new(fact: Fact) -> Admission:
-    if fact.bucket == Bucket.USER:
-        return Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
-    # No records yet: rule 1 alone decides, and A does not enter into it.
-    status = fold.judge(fact.pk, (), admitted_count=0, share_percent=share_percent())
-    return Admission(status=status.status, explanation=status.explanation)
-
-
-admission_gate = AdmissionGate(statuses=statuses, recall=recall, status_of_new=status_of_new)
-
 
 # --- shapes ------------------------------------------------------------------------
 

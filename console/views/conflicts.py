@@ -23,11 +23,21 @@ from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.selectors import statuses_from_rows, statuses_query
-from memories import timeline
+from console import timeline
+from console.forms import ConflictFilterForm, ResolveForm
+from console.views.common import (
+    SqlRows,
+    add_rejection,
+    done,
+    in_list,
+    page_query,
+    paginate,
+    refusals,
+    row_link,
+)
 from memories.actions import may_resolve, resolve_conflict
-from memories.confidence import fact_decays
+from memories.core.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
-from memories.forms import ConflictFilterForm, ResolveForm
 from memories.lookups import (
     FACT_ROW_COLUMNS,
     FACT_ROW_WIDTH,
@@ -47,16 +57,6 @@ from memories.models import (
     SourceType,
 )
 from memories.roles import readable_scope_ids, steward_scope_ids
-from memories.views import (
-    SqlRows,
-    add_rejection,
-    done,
-    in_list,
-    page_query,
-    paginate,
-    refusals,
-    row_link,
-)
 from memories.vocabulary import attach_vocabulary, load_vocabulary
 
 SLOT_HISTORY_LIMIT = 60
@@ -108,7 +108,7 @@ def conflicts(request: HttpRequest) -> HttpResponse:
         "query": page_query(request),
         "now": now,
     }
-    template = "admissions/conflicts.html"
+    template = "console/conflicts.html"
     return render(request, f"{template}#conflict-list" if request.htmx else template, context)
 
 
@@ -389,7 +389,7 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
 @refusals
 def conflict(request: HttpRequest, conflict_id) -> HttpResponse:
     found = visible_conflict(request.user, conflict_id)
-    return render(request, "admissions/conflict.html", _conflict_context(request, found))
+    return render(request, "console/conflict.html", _conflict_context(request, found))
 
 
 @require_POST
@@ -427,4 +427,4 @@ def resolve(request: HttpRequest, conflict_id) -> HttpResponse:
     action = request.POST.get("action")
     key = ("keep", form.cleaned_data.get("keep")) if action == "keep" else (action, None)
     context = _conflict_context(request, found, {key: form})
-    return render(request, "admissions/conflict.html", context, status=400)
+    return render(request, "console/conflict.html", context, status=400)

@@ -12,14 +12,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
-from admissions.forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.lookups import readable_fact
-from memories.models import Bucket, Conflict, Fact, Scope
-from memories.roles import is_global_steward, steward_scope_ids
-from memories.views import (
+from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
+from console.views.common import (
     fill_small_relations,
     page_query,
     paginate,
@@ -27,6 +23,10 @@ from memories.views import (
     row_link,
     steward_scopes,
 )
+from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.lookups import readable_fact
+from memories.models import Bucket, Conflict, Fact, Scope
+from memories.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
 
@@ -86,7 +86,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "suspended"),
     ]
     context = {"queues": queues, "now": timezone.now(), "scopes": scopes}
-    return render(request, "admissions/dashboard.html", context)
+    return render(request, "console/dashboard.html", context)
 
 
 # --- candidates -------------------------------------------------------------------------
@@ -199,7 +199,7 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
         "query": page_query(request),
         "now": timezone.now(),
     }
-    template = "admissions/candidates.html"
+    template = "console/candidates.html"
     partial = request.htmx and not request.htmx.boosted
     return render(
         request, f"{template}#candidate-list" if partial else template, context, status=status
@@ -260,5 +260,5 @@ def challenges(request: HttpRequest) -> HttpResponse:
         "refuted": refuted,
         "role_challenge": Role.CHALLENGE,
     }
-    template = "admissions/challenges.html"
+    template = "console/challenges.html"
     return render(request, f"{template}#challenge-list" if request.htmx else template, context)

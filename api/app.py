@@ -1,6 +1,6 @@
 """The JSON API for agents, mounted at /api/v1/ (SPEC §10).
 
-Each app owns its router (``memories.api``, ``admissions.api``); this module
+Each app owns its router (``api.memory``, ``api.admissions``); this module
 assembles them into one API with one OpenAPI document, and holds what every
 operation shares: bearer-token authentication, the per-token write limit and
 the translation of every refusal into the JSON error shape
@@ -21,10 +21,10 @@ from ninja.security import HttpBearer
 
 from accounts.models import ApiToken
 from accounts.tokens import RateLimited, token_for_secret
-from admissions import api as admissions_api
-from memories import api as memories_api
+from api import admissions as admissions_api
+from api import memory as memories_api
+from api.schemas import AnswerEncoder, EvidenceItem
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.schemas import AnswerEncoder, EvidenceItem
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -176,9 +176,6 @@ def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
     return error(request, 409, "state_conflict", str(exc))
 
 
-# memories stands below admissions and may not import it; the admission gate
-# (statuses and the admitted-only recall) is handed down from here.
-memories_api.install_admission_gate(admissions_api.admission_gate)
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)
 
