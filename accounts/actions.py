@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from memories.decisions import check_text
+from memories.core.decisions import check_text
 from memories.errors import NotFound, Rejected, StateConflict
 
 # Recognisable in logs and secret scanners; the rest is 256 random bits.

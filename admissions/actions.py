@@ -31,7 +31,7 @@ from admissions.models import Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
 from memories.audit import record_audit
-from memories.decisions import ASSERTION_FIELDS, check_text, parse_evidence, parse_time
+from memories.core.decisions import ASSERTION_FIELDS, check_text, parse_evidence, parse_time
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
 from memories.models import Bucket, Fact, InvalidationKind, Scope

@@ -130,9 +130,9 @@ def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
     from django.contrib.auth.models import User
     from django.db import connection
 
+    from memories.core.normalize import value_key
     from memories.ingest import default_workers, import_lines, read_lines
     from memories.models import Entity, Fact, Predicate, Scope, SourceType
-    from memories.normalize import value_key
 
     workers = workers or default_workers()
     user = User.objects.create_user("bench")

@@ -2,7 +2,7 @@
 
 Sessions, the signed-in user, flash messages, htmx details and static files
 serve the console's pages only. The API authenticates by bearer token alone
-and never reads a session, a cookie or ``request.user`` (``claimgraph_site.api``),
+and never reads a session, a cookie or ``request.user`` (``api.app``),
 so for a request under ``/api/v1/`` each of these hands the request straight
 on: an agent's write pays for none of them. What guards every response stays
 on every path, in the settings' order: SecurityMiddleware (HTTPS, HSTS,

@@ -13,7 +13,7 @@ Such an error can surface in three places, and each is caught here:
 - in a view or while a page renders: :meth:`DatabaseOutageMiddleware.process_exception`;
 - in django-ninja's own handling of an API operation (it answers an unhandled
   exception itself when DEBUG is on): :func:`unavailable` is registered as the
-  API's handler for :data:`OUTAGE_ERRORS` (``claimgraph_site.api``);
+  API's handler for :data:`OUTAGE_ERRORS` (``api.app``);
 - in another middleware after the view, e.g. the session saved on the way out:
   Django has by then turned the exception into a 500, so the
   ``got_request_exception`` signal marks the request and the middleware,

@@ -9,7 +9,7 @@ reads both first, before any view or other middleware does, and answers a
 refusal with the console's own 400 page in either mode.
 
 Requests under ``/api/v1/`` are passed straight on: the API answers its own
-errors in JSON (``claimgraph_site.api``).
+errors in JSON (``api.app``).
 """
 
 import logging

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "memories",
     "admissions",
     "accounts",
+    "console",
 ]
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and
@@ -92,7 +93,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "memories.context_processors.console",
+                "console.context_processors.console",
             ],
         },
     },

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from claimgraph_site.api import api
+from api.app import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,12 +15,10 @@ urlpatterns = [
     ),
     path("signout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api.urls),
-    path("account/", include("accounts.urls")),
-    path("", include("admissions.urls")),
-    path("", include("memories.urls")),
+    path("", include("console.urls")),
 ]
 
 # Django's answers to a request refused before any view (a bad Host header) or
 # failing outside one: JSON under /api/v1/, Django's own pages elsewhere.
-handler400 = "claimgraph_site.api.bad_request"
-handler500 = "claimgraph_site.api.server_error_page"
+handler400 = "api.app.bad_request"
+handler500 = "api.app.server_error_page"

@@ -25,14 +25,15 @@ from django.db.models import JSONField
 from django.utils import timezone
 from psycopg.rows import dict_row
 
-from memories import decisions
 from memories.audit import fact_state, record_audit
-from memories.decisions import (
+from memories.core import decisions
+from memories.core.decisions import (
     Assertion,
     Evidence,
     Rejected,
     StandingFact,
 )
+from memories.core.normalize import value_key
 from memories.errors import Forbidden, NotFound, StateConflict
 from memories.lookups import (
     entity_from_row,
@@ -55,7 +56,6 @@ from memories.models import (
     Resolution,
     Scope,
 )
-from memories.normalize import value_key
 from memories.roles import is_steward_of
 from memories.slots import LOCK_SQL, lock_fact_slot, lock_slot, slot_key
 from memories.vocabulary import LoadedVocabulary, load_vocabulary

@@ -20,8 +20,8 @@ from uuid import UUID
 from django.conf import settings
 
 from memories import batch_writes as writes
-from memories import decisions
-from memories.decisions import Assertion, Evidence, StandingFact
+from memories.core import decisions
+from memories.core.decisions import Assertion, Evidence, StandingFact
 from memories.lookups import hot_cursor
 from memories.models import (
     Conflict,

@@ -17,7 +17,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-from memories.decisions import Evidence
+from memories.core.decisions import Evidence
 from memories.lookups import hot_cursor
 from memories.models import (
     AuditEntry,

@@ -30,9 +30,9 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from memories import decisions
 from memories.actions import close_moot_conflicts
 from memories.audit import fact_state, record_audit
+from memories.core import decisions
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import (
     Conflict,

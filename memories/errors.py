@@ -1,11 +1,11 @@
 """What the actions raise when they refuse. Each face maps them to its own answer.
 
-``Rejected`` (bad input, 400) lives in the pure core, ``memories.decisions``,
+``Rejected`` (bad input, 400) lives in the pure core, ``memories.core.decisions``,
 because input checking is part of the decision; it is re-exported here so the
 faces import every refusal from one place.
 """
 
-from memories.decisions import Rejected
+from memories.core.decisions import Rejected
 
 
 class NotFound(Exception):

@@ -55,10 +55,11 @@ import psycopg
 from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
-from memories import decisions
 from memories.actions import assert_fact
 from memories.batch import Line, LineOutcome, decide_and_write, rejected
-from memories.decisions import Rejected
+from memories.core import decisions
+from memories.core.decisions import Rejected
+from memories.core.normalize import value_key
 from memories.errors import NotFound
 from memories.lookups import hot_cursor, writable_scope
 from memories.models import (
@@ -68,7 +69,6 @@ from memories.models import (
     ObjectKind,
     Scope,
 )
-from memories.normalize import value_key
 from memories.slots import lock_slots
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
 

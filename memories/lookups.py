@@ -16,9 +16,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Model
 
+from memories.core.normalize import value_key
 from memories.errors import NotFound
 from memories.models import Conflict, Entity, EntityMerge, Fact, Predicate, Scope
-from memories.normalize import value_key
 from memories.roles import is_steward_of, readable_scope_ids, steward_scope_ids
 from memories.vocabulary import attach_vocabulary, load_vocabulary
 

@@ -15,8 +15,8 @@ from django.db import models
 from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import MD5
 
-from memories.confidence import effective_confidence, fact_decays
-from memories.normalize import value_key
+from memories.core.confidence import effective_confidence, fact_decays
+from memories.core.normalize import value_key
 
 
 class Epistemic(models.TextChoices):

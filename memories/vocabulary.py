@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memories.decisions import PredicateSpec, SourceSpec, Vocabulary
+from memories.core.decisions import PredicateSpec, SourceSpec, Vocabulary
 from memories.models import Fact, Predicate, SourceType
 
 

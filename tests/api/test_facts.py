@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from admissions.actions import record_verdict
-from claimgraph_site.api import api
+from api.app import api
+from api.schemas import AnswerEncoder, AssertOut
 from memories.models import Fact, Outcome
-from memories.schemas import AnswerEncoder, AssertOut
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

@@ -323,7 +323,7 @@ def test_a_defect_of_ours_answers_json_500_and_is_logged(member, debug, settings
 
 
 def test_the_openapi_document_lists_415_for_every_write():
-    from claimgraph_site.api import api
+    from api.app import api
 
     document = api.get_openapi_schema(path_prefix="")
     for path, operations in document["paths"].items():

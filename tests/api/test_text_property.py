@@ -241,7 +241,7 @@ def test_no_text_in_any_field_of_a_write_gives_a_5xx_and_a_refusal_writes_nothin
 
 
 def test_every_write_operation_of_the_api_is_in_the_property():
-    from claimgraph_site.api import api
+    from api.app import api
 
     document = api.get_openapi_schema(path_prefix="")
     posts = {path for path, operations in document["paths"].items() if "post" in operations}

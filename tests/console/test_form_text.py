@@ -1,7 +1,7 @@
 """Every text field of every console form refuses what PostgreSQL cannot store.
 
 A NUL or a lone surrogate is a form error on that very field, in the words of
-the one rule (``memories.decisions.unstorable``), and nothing is written.
+the one rule (``memories.core.decisions.unstorable``), and nothing is written.
 Django's CharField refuses a NUL by itself, but not a surrogate.
 """
 
@@ -9,10 +9,10 @@ import pytest
 from django import forms
 from django.test import Client
 
-from accounts.forms import TokenForm
-from admissions import forms as admission_forms
 from admissions.models import Record
-from memories import forms as memory_forms
+from console import admission_forms
+from console import forms as memory_forms
+from console.account_forms import TokenForm
 from memories.actions import assert_fact
 from tests.api.conftest import fact_body
 

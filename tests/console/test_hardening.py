@@ -14,8 +14,8 @@ from django.urls import reverse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from console.timeline import Span, layout
 from memories.models import Entity
-from memories.timeline import Span, layout
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.urls import NoReverseMatch, reverse
 
-from memories.views import row_link
+from console.views.common import row_link
 
 pytestmark = pytest.mark.django_db
 

@@ -411,7 +411,7 @@ def test_audit_of_another_scope_is_not_exported_to_an_outsider(as_outsider, worl
 def test_a_long_queue_counts_one_window_past_the_page_and_still_pages_on(
     as_steward, member, world, monkeypatch
 ):
-    from memories.views import WindowPaginator
+    from console.views.common import WindowPaginator
     from tests.console.conftest import write
 
     for n in range(7):
@@ -430,7 +430,7 @@ def test_a_long_queue_counts_one_window_past_the_page_and_still_pages_on(
 def test_conflict_queue_pages_in_order_past_the_end_and_beyond_the_window(
     as_steward, steward, member, world, monkeypatch
 ):
-    from memories.views import WindowPaginator
+    from console.views.common import WindowPaginator
     from tests.conftest import at
 
     from .conftest import write

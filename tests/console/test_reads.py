@@ -97,7 +97,7 @@ def test_fact_page_shows_the_whole_supersession_chain_oldest_first(as_steward, s
 def test_fact_page_chain_stops_at_its_limit_each_way(as_steward, steward, monkeypatch):
     from django.urls import reverse
 
-    from admissions.views import facts
+    from console.views import facts
     from tests.conftest import at
 
     from .conftest import write

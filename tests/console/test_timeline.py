@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from memories.timeline import Span, layout
+from console.timeline import Span, layout
 from tests.conftest import at
 
 NOW = at("2026-06-01T00:00")

@@ -5,7 +5,7 @@ from django import forms
 from django.forms.renderers import DjangoTemplates
 from django.http import QueryDict
 
-from admissions.forms import (
+from console.admission_forms import (
     BatchReviewForm,
     CandidateFilterForm,
     ChallengeForm,
@@ -14,7 +14,7 @@ from admissions.forms import (
     RefuteForm,
     VerdictForm,
 )
-from memories.forms import (
+from console.forms import (
     QUICK_WIDGETS,
     ConflictFilterForm,
     QuickForm,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.confidence import effective_confidence, fact_decays
+from memories.core.confidence import effective_confidence, fact_decays
 from tests.conftest import at
 
 SETTINGS = {"half_life_days": 90, "floor": 0.05}

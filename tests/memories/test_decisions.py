@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memories.decisions import (
+from memories.core.decisions import (
     DEFAULT_CONFIDENCE,
     Evidence,
     Incoming,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.decisions import (
+from memories.core.decisions import (
     Rejected,
     check_text,
     parse_assertion,

@@ -1,0 +1,345 @@
+"""The JSON shapes of the memory store's API (SPEC §10): what comes in, what goes out.
+
+Input bodies refuse unknown fields and do not coerce types (a number is a
+JSON number, never a string that looks like one); text may not hold what
+PostgreSQL cannot store (a NUL, a lone surrogate); times are ISO 8601
+strings. What the schema cannot say (an unknown predicate, an interval that
+ends before it starts) the actions refuse, also with a 400 naming the field.
+
+Bodies and answers are plain pydantic models rather than django-ninja's
+``Schema``: that class reads every value through a wrapper made for ORM
+objects (and validates a body that refuses unknown fields twice, once
+without the wrapper and once with it), while every body here is parsed JSON
+and every answer a dict. The OpenAPI document is the same either way. Query
+parameters stay a ``Schema``, which is how django-ninja reads them.
+"""
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.http import HttpRequest
+from ninja import Field, Schema
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Strict,
+    StrictBool,
+    StrictStr,
+    Tag,
+    WithJsonSchema,
+)
+
+from memories.core.decisions import unstorable
+from memories.errors import Rejected
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 200
+
+# --- input -------------------------------------------------------------------
+
+
+def _storable(value: Any) -> Any:
+    # Text PostgreSQL cannot store (NUL, a lone surrogate) is bad input,
+    # never a 500. Checked before pydantic's own string checks, whose words
+    # for a surrogate ("unable to parse raw data") say nothing to a client;
+    # anything but a string is left for the type check to refuse.
+    if isinstance(value, str):
+        problem = unstorable(value)
+        if problem is not None:
+            raise ValueError(problem)
+    return value
+
+
+def _instant(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 time, as a string")
+    _storable(value)
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError("is not an ISO 8601 time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    try:
+        # Year 1 at +05:00 is a valid string but no instant PostgreSQL (or
+        # Python, in UTC) can hold.
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range") from None
+
+
+Text = Annotated[StrictStr, BeforeValidator(_storable)]
+# Parsed here rather than by pydantic, whose datetime also takes numbers and
+# other spellings the OpenAPI document does not promise.
+Instant = Annotated[
+    datetime,
+    BeforeValidator(_instant),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+# Strict: a JSON integer is a number, a string or a boolean is not.
+Number = Annotated[float, Strict()]
+
+
+class Body(BaseModel):
+    """An input body: unknown fields are refused, types are not coerced."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class EvidenceItem(Body):
+    ref: Text = Field(max_length=2_000)
+    quote: Text | None = Field(None, max_length=2_000)
+
+
+def _evidence_kind(value: Any) -> str:
+    return "ref" if isinstance(value, str) else EvidenceItem.__name__
+
+
+# An evidence item is {ref, quote}; a bare string is taken as a ref. Told
+# apart by the value's type, so a refusal speaks of the kind that was sent
+# (a bare ref's surrogate, not "should be a valid dictionary").
+EvidenceIn = Annotated[
+    Annotated[EvidenceItem, Tag(EvidenceItem.__name__)]
+    | Annotated[Text, Field(max_length=2_000), Tag("ref")],
+    Discriminator(_evidence_kind),
+]
+
+
+class FactIn(Body):
+    scope: Text = Field(max_length=100)
+    subject: Text = Field(max_length=500)
+    predicate: Text = Field(max_length=200)
+    object: Text = Field(max_length=2_000)
+    object_kind: Literal["literal", "entity"] | None = None
+    epistemic: Literal["observation", "preference", "commitment"] | None = None
+    source_type: Text = Field(max_length=100)
+    confidence: Number | None = Field(None, allow_inf_nan=False)
+    t_valid: Instant | None = None
+    t_invalid: Instant | None = None
+    episode: Text | None = Field(None, max_length=200)
+    statement: Text | None = Field(None, max_length=20_000)
+    evidence: list[EvidenceIn] | None = Field(None, max_length=100)
+    bucket: Literal["system", "user"] | None = None
+
+
+class InvalidateIn(Body):
+    reason: Text = Field(max_length=5_000)
+
+
+class OutcomeIn(Body):
+    fact_ids: list[UUID] = Field(min_length=1, max_length=1_000)
+    outcome: Literal["accepted"] = "accepted"
+
+
+class ResolveIn(Body):
+    action: Literal["keep", "coexist", "dismiss"]
+    keep: list[UUID] | None = Field(None, max_length=1_000)
+    reason: Text = Field(max_length=5_000)
+
+
+class WithdrawIn(Body):
+    scope: Text = Field(max_length=100)
+    reason: Text = Field(max_length=5_000)
+    dry_run: StrictBool = False
+
+
+class QueryParameters(Schema):
+    """Query parameters; an unknown one is refused, so a typo never widens a read."""
+
+    @classmethod
+    def refuse_unknown(cls, request: HttpRequest) -> None:
+        # django-ninja passes only the declared names on to validation, so
+        # extra="forbid" would never see the others: they are checked here.
+        for name in request.GET:
+            if name not in cls.model_fields:
+                raise Rejected(name or "query", "is not a parameter of this operation")
+
+
+class Page(QueryParameters):
+    cursor: Text | None = Field(None, max_length=1_000, description="`next` of the page before.")
+    limit: int = Field(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+
+
+class AtQuery(QueryParameters):
+    at: Instant | None = Field(None, description="Effective confidence at this time (now).")
+
+
+class TruthQuery(Page):
+    scope: Text = Field(max_length=100)
+    subject: Text | None = Field(None, max_length=500)
+    predicate: Text | None = Field(None, max_length=200)
+    as_of: Instant | None = Field(None, description="Valid time (default now).")
+    known_at: Instant | None = Field(None, description="Transaction time: what the store knew.")
+    contested: bool = Field(False, description="Add each slot's disputed values and why.")
+
+
+class ConflictQuery(Page):
+    scope: Text | None = Field(None, max_length=100)
+    status: Literal["open", "resolved"] | None = None
+
+
+# --- output shapes -----------------------------------------------------------------
+
+
+class AnswerEncoder(DjangoJSONEncoder):
+    """JSON for every answer: Django's encoder, with times to the microsecond."""
+
+    def default(self, o: Any) -> Any:
+        # Django's encoder cuts times to milliseconds; an agent that sends a
+        # fact's t_valid back as `as_of` must get exactly that instant.
+        if isinstance(o, datetime):
+            return o.isoformat()
+        return super().default(o)
+
+
+class ErrorOut(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class AdmissionOut(BaseModel):
+    status: Literal["candidate", "admitted", "rejected", "suspended"] | None
+    explanation: str
+
+
+class EvidenceOut(BaseModel):
+    ref: str
+    quote: str
+
+
+class FactOut(BaseModel):
+    id: UUID
+    scope: str
+    subject: str
+    predicate: str
+    object: str
+    object_kind: Literal["literal", "entity"]
+    epistemic: str
+    source_type: str
+    confidence: float
+    effective_confidence: float
+    t_valid: datetime
+    t_invalid: datetime | None
+    recorded_at: datetime
+    last_reinforced_at: datetime
+    superseded_by: UUID | None
+    disputed: bool
+    bucket: Literal["system", "user"]
+    author: str
+    episode: str
+    statement: str
+    evidence: list[EvidenceOut]
+    admission: AdmissionOut
+
+
+class AssertOut(BaseModel):
+    status: Literal["created", "reinforced", "superseded", "flagged"]
+    reason: str | None
+    fact: FactOut
+    candidates: list[FactOut]
+    superseded: list[UUID]
+    conflict: UUID | None
+
+
+class InvalidateOut(BaseModel):
+    status: Literal["invalidated"]
+    fact_id: UUID
+    at: datetime
+
+
+class DisputeOut(BaseModel):
+    conflict: UUID
+    kind: str
+    opened_at: datetime
+    candidates: list[UUID] = Field(description="The standing facts the value collided with.")
+
+
+class ContestedValueOut(BaseModel):
+    fact: FactOut
+    disputes: list[DisputeOut]
+
+
+class ContestedSlotOut(BaseModel):
+    subject: str
+    predicate: str
+    values: list[ContestedValueOut]
+
+
+class TruthOut(BaseModel):
+    results: list[FactOut]
+    next: str | None
+    as_of: datetime
+    known_at: datetime | None
+    contested: list[ContestedSlotOut] | None = Field(
+        description="With contested=true, on the first page: every disputed value in the query."
+    )
+
+
+class OutcomeOut(BaseModel):
+    id: UUID
+    outcome: str
+    fact_ids: list[UUID]
+    reported_at: datetime
+
+
+class ConflictFactOut(FactOut):
+    role: Literal["incoming", "existing"]
+
+
+class ConflictOut(BaseModel):
+    id: UUID
+    scope: str
+    kind: str
+    status: Literal["open", "resolved"]
+    facts: list[ConflictFactOut]
+    opened_at: datetime
+    resolution: str | None
+    resolved_by: str | None
+    resolved_at: datetime | None
+    reason: str
+
+
+class ConflictPage(BaseModel):
+    results: list[ConflictOut]
+    next: str | None
+
+
+class FactRefOut(BaseModel):
+    id: UUID
+    subject: str
+    predicate: str
+    object: str
+
+
+class NotReinstatedOut(BaseModel):
+    fact: FactRefOut
+    why: str
+
+
+class WithdrawalOut(BaseModel):
+    episode: str
+    scope: str
+    dry_run: bool
+    withdrawal: UUID | None
+    withdrawn: list[FactRefOut]
+    reinstated: list[FactRefOut]
+    not_reinstated: list[NotReinstatedOut]
+    closed_conflicts: list[UUID]
+
+
+READ_ERRORS: dict[int, type[BaseModel]] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
+WRITE_ERRORS: dict[int, type[BaseModel]] = {
+    400: ErrorOut,
+    401: ErrorOut,
+    403: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    415: ErrorOut,
+    429: ErrorOut,
+}

@@ -1,0 +1,381 @@
+"""Forms of the memory store's pages: input checking only (every failure is a 400).
+
+The actions check again whatever they rely on; a form's job is to turn a
+browser's strings into the values an action takes, and to name the field at
+fault in words a steward can act on.
+"""
+
+from django import forms
+from django.core.validators import ProhibitNullCharactersValidator
+from django.forms.renderers import DjangoTemplates
+from django.utils.formats import localize
+from django.utils.html import conditional_escape
+
+from memories.core.decisions import unstorable
+from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
+from memories.vocabulary import load_vocabulary
+
+PAGE_SIZES = (5, 10, 25, 50, 100)
+DEFAULT_PAGE_SIZE = 25
+_PAGE_SIZE_NAMES = frozenset(str(size) for size in PAGE_SIZES)
+
+_WIDGETS = "django/forms/widgets/"
+# Widgets whose template is nothing but an include of input.html.
+_INPUTS = {
+    f"{_WIDGETS}{name}.html"
+    for name in ("text", "search", "hidden", "number", "email", "url", "password", "date")
+}
+
+
+def _attrs(attrs: dict) -> str:
+    """Django's widgets/attrs.html: `` name="value"`` each, a bare name for True."""
+    return "".join(
+        f" {conditional_escape(name)}"
+        if value is True
+        else f' {conditional_escape(name)}="{conditional_escape(str(value))}"'
+        for name, value in attrs.items()
+        if value is not False
+    )
+
+
+def _input(widget: dict) -> str:
+    value = widget["value"]
+    shown = "" if value is None else f' value="{conditional_escape(str(value))}"'
+    return (
+        f'<input type="{conditional_escape(widget["type"])}"'
+        f' name="{conditional_escape(widget["name"])}"{shown}{_attrs(widget["attrs"])}>'
+    )
+
+
+def _textarea(widget: dict) -> str:
+    value = conditional_escape(localize(widget["value"])) if widget["value"] else ""
+    return (
+        f'<textarea name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>\n'
+        f"{value}</textarea>"
+    )
+
+
+def _select(widget: dict) -> str | None:
+    parts = [f'<select name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>']
+    for group_name, options, _index in widget["optgroups"]:
+        if group_name:
+            parts.append(f'\n  <optgroup label="{conditional_escape(group_name)}">')
+        for option in options:
+            if option["template_name"] != f"{_WIDGETS}select_option.html":
+                return None
+            parts.append(
+                f'\n  <option value="{conditional_escape(str(option["value"]))}"'
+                f"{_attrs(option['attrs'])}>{conditional_escape(localize(option['label']))}"
+                "</option>\n"
+            )
+        if group_name:
+            parts.append("\n  </optgroup>")
+    parts.append("\n</select>")
+    return "".join(parts)
+
+
+class QuickWidgetRenderer(DjangoTemplates):
+    """Django's form renderer, with the plain widgets written out in Python.
+
+    Django renders every widget through its template, and a select through
+    one include per option and another per option's attributes: the filter
+    forms' selects (every scope, source and predicate) cost a console page
+    more than its queries. The output is the same markup, escaped the same
+    way (tests compare it with Django's own), and an empty error list is
+    empty without a template; any other template, or a widget with custom
+    option templates, goes through Django's templates.
+    """
+
+    def render(self, template_name, context, request=None):
+        if not isinstance(context, dict):
+            return super().render(template_name, context, request)
+        if template_name.startswith("django/forms/errors/") and not context.get("errors"):
+            # Every error template says nothing about no errors; pages print
+            # each form's (usually empty) non-field errors.
+            return ""
+        widget = context.get("widget")
+        if widget is not None and widget.get("template_name") == template_name:
+            if template_name in _INPUTS:
+                return _input(widget)
+            if template_name == f"{_WIDGETS}textarea.html":
+                return _textarea(widget)
+            if template_name == f"{_WIDGETS}select.html":
+                quick = _select(widget)
+                if quick is not None:
+                    return quick
+        return super().render(template_name, context, request)
+
+
+# One instance, so its template engine (with the cached loader) is shared.
+QUICK_WIDGETS = QuickWidgetRenderer()
+
+
+def storable_text(value: object) -> None:
+    """A field validator: the write path's rule of text PostgreSQL cannot store."""
+    # Some CharFields clean to another type: a UUIDField to a UUID, parsed
+    # from text that could hold neither a NUL nor a surrogate.
+    if not isinstance(value, str):
+        return
+    problem = unstorable(value)
+    if problem is not None:
+        raise forms.ValidationError(f"This text {problem}.", code="unstorable")
+
+
+class StorableTextForm(forms.Form):
+    """A form whose every text field refuses what the database cannot store.
+
+    Django's CharField refuses a NUL but not a lone surrogate, which no
+    browser sends but a Python caller can; either would fail at the insert.
+    Django's NUL check gives way to the one rule, so a NUL reads one error.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, forms.CharField):
+                field.validators = [
+                    validator
+                    for validator in field.validators
+                    if not isinstance(validator, ProhibitNullCharactersValidator)
+                ]
+                field.validators.append(storable_text)
+
+
+class QuickForm(StorableTextForm):
+    """A form rendered with ``QuickWidgetRenderer``."""
+
+    default_renderer = QUICK_WIDGETS
+
+
+class PageNumberField(forms.Field):
+    """A page number as Django's ``Paginator.get_page`` reads one: never an error.
+
+    Anything but a whole number (or nothing) cleans to None, the first page. A
+    whole number comes back as it is, however large or below 1: the paginator
+    (``console.views.common.paginate``) shows the last page for those, as
+    ``get_page`` does. A page number is part of a link, not something a
+    person typed; refusing it would make the whole filter form invalid and
+    silently drop the filters beside it.
+    """
+
+    widget = forms.HiddenInput
+
+    # Longer than this is past the end of any list (and int() refuses
+    # numbers of more than 4,300 digits): it reads as this many digits.
+    MAX_DIGITS = 30
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value) -> int | None:
+        text = str(value if value is not None else "").strip()
+        sign, digits = (text[0], text[1:]) if text[:1] in ("+", "-") else ("", text)
+        if not (digits.isascii() and digits.isdigit()):
+            return None
+        if len(digits) > self.MAX_DIGITS:
+            digits = "9" * self.MAX_DIGITS
+        return int(sign + digits)
+
+
+class PagedForm(QuickForm):
+    """Page number and page size, shared by every list page.
+
+    Neither ever makes the form invalid: an unknown page size is the default
+    one, a page number that is not one is the first page (see
+    ``PageNumberField``), and the filters beside them still apply.
+    """
+
+    page = PageNumberField()
+    per_page = forms.TypedChoiceField(
+        required=False,
+        initial=DEFAULT_PAGE_SIZE,
+        coerce=int,
+        empty_value=DEFAULT_PAGE_SIZE,
+        choices=[(size, str(size)) for size in PAGE_SIZES],
+        label="Per page",
+    )
+
+    def __init__(self, data=None, *args, **kwargs) -> None:
+        # A filter form submitted without a page size, or with one it does not
+        # offer, keeps the default one (selected in the form, not only
+        # applied), like an unbound form.
+        if data is not None and data.get("per_page") not in _PAGE_SIZE_NAMES:
+            data = data.copy()
+            data["per_page"] = str(DEFAULT_PAGE_SIZE)
+        super().__init__(data, *args, **kwargs)
+
+    def _paging(self, name: str):
+        """The cleaned ``page`` or ``per_page``, whether or not the other fields are valid."""
+        if not self.is_bound or self.errors.get(name):
+            return None
+        return self.cleaned_data.get(name)
+
+    def page_size(self) -> int:
+        return self._paging("per_page") or DEFAULT_PAGE_SIZE
+
+    def page_number(self) -> int:
+        """The page asked for: 1 when none (or no number) was; possibly past the end or below 1."""
+        number = self._paging("page")
+        return 1 if number is None else number
+
+    def visible_scopes(self) -> dict[int, Scope]:
+        """For a form with a ``scope_field``: the viewer's scopes by id, read once.
+
+        The scope filter lists its choices from this very queryset object, so
+        once a page has read it here the rendered select costs no second query.
+        """
+        return {scope.pk: scope for scope in self.fields["scope"].queryset}
+
+
+class _ListedChoices(forms.models.ModelChoiceIterator):
+    """Choices from one plain query.
+
+    Django iterates a choice queryset through ``.iterator()``, which on
+    PostgreSQL is a server-side cursor: DECLARE, FETCH and CLOSE, three round
+    trips for a list of a dozen rows, on every filter form of every page.
+    """
+
+    def __iter__(self):
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        for row in self.queryset:
+            yield self.choice(row)
+
+
+class ListedChoiceField(forms.ModelChoiceField):
+    iterator = _ListedChoices
+
+
+class _VocabularyChoices(_ListedChoices):
+    """Predicates or source types from the process's cached vocabulary, in the models' order.
+
+    The vocabulary is read on every write and kept by each process for a few
+    seconds (``memories.vocabulary``); a filter's list can be that old too.
+    What a form accepts is still checked against the table itself.
+    """
+
+    def __iter__(self):
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        vocabulary = load_vocabulary()
+        rows = vocabulary.predicates if self.queryset.model is Predicate else vocabulary.sources
+        for row in rows.values():
+            yield self.choice(row)
+
+
+class VocabularyChoiceField(ListedChoiceField):
+    iterator = _VocabularyChoices
+
+
+def scope_field(user, *, label: str = "Scope") -> forms.ModelChoiceField:
+    return ListedChoiceField(
+        queryset=Scope.objects.visible_to(user),
+        required=False,
+        to_field_name="name",
+        empty_label="All scopes",
+        label=label,
+    )
+
+
+def predicate_field() -> forms.ModelChoiceField:
+    return VocabularyChoiceField(
+        queryset=Predicate.objects.all(),
+        required=False,
+        to_field_name="name",
+        empty_label="Any predicate",
+    )
+
+
+def source_field() -> forms.ModelChoiceField:
+    return VocabularyChoiceField(
+        queryset=SourceType.objects.all(),
+        required=False,
+        to_field_name="name",
+        empty_label="Any source",
+        label="Source",
+    )
+
+
+class ConflictFilterForm(PagedForm):
+    STATES = [("open", "Open"), ("resolved", "Resolved"), ("all", "All")]
+
+    state = forms.ChoiceField(choices=STATES, required=False, label="Status")
+    kind = forms.ChoiceField(
+        choices=[("", "Any kind"), *ConflictKind.choices], required=False, label="Kind"
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["scope", "state", "kind", "per_page"])
+
+
+class ResolveForm(QuickForm):
+    """One steward ruling on a conflict; each button posts its own copy of this form."""
+
+    ACTIONS = [("keep", "Keep this"), ("coexist", "Both stand"), ("dismiss", "Dismiss")]
+
+    action = forms.ChoiceField(choices=ACTIONS, widget=forms.HiddenInput)
+    keep = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    reason = forms.CharField(
+        max_length=5_000,
+        strip=True,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Say why: a ruling needs a reason."},
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "keep" and not data.get("keep"):
+            self.add_error("keep", "Choose the fact to keep.")
+        return data
+
+
+class AuditFilterForm(PagedForm):
+    KINDS = [("", "Everything"), ("human", "Human actions"), ("automatic", "Automatic changes")]
+
+    who = forms.ChoiceField(choices=KINDS, required=False, label="Made by")
+    actor = forms.CharField(required=False, max_length=150, label="Account")
+    action = forms.CharField(required=False, max_length=50, label="Action")
+    target = forms.CharField(required=False, max_length=64, label="Target id")
+    since = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        required=False, label="Until", widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["scope", "who", "actor", "action", "target", "since", "until"])
+
+
+class MergeForm(QuickForm):
+    entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
+    into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")
+    reason = forms.CharField(max_length=5_000, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        field = scope_field(user)
+        field.required = True
+        field.empty_label = None
+        self.fields["scope"] = field
+        self.order_fields(["scope", "entity", "into", "reason"])
+
+
+class UndoMergeForm(QuickForm):
+    reason = forms.CharField(max_length=5_000, label="Reason to undo")
+
+
+class EntityFilterForm(PagedForm):
+    q = forms.CharField(required=False, max_length=500, label="Search")
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["q", "scope", "per_page"])
+
+
+EPISTEMIC_CHOICES = [("", "Any class"), *Epistemic.choices]

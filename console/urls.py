@@ -1,0 +1,29 @@
+"""The console's pages: queues, conflicts, facts, subjects, the audit feed, entities, account."""
+
+from django.urls import path, re_path
+
+from console.views import account, common, conflicts, facts, queues
+
+urlpatterns = [
+    path("", queues.dashboard, name="dashboard"),
+    path("candidates/", queues.candidates_queue, name="candidates"),
+    path("challenges/", queues.challenges, name="challenges"),
+    path("challenges/<uuid:challenge_id>/refute", facts.refute, name="challenge-refute"),
+    path("conflicts/", conflicts.conflicts, name="conflicts"),
+    path("conflicts/<uuid:conflict_id>/", conflicts.conflict, name="conflict"),
+    path("conflicts/<uuid:conflict_id>/resolve", conflicts.resolve, name="conflict-resolve"),
+    path("facts/", facts.facts, name="facts"),
+    path("facts/<uuid:fact_id>/", facts.fact, name="fact"),
+    path("facts/<uuid:fact_id>/verdict", facts.verdict, name="fact-verdict"),
+    path("facts/<uuid:fact_id>/challenge", facts.challenge, name="fact-challenge"),
+    path("facts/<uuid:fact_id>/correct", facts.correct, name="fact-correct"),
+    path("subjects/<int:entity_id>/", facts.subject, name="subject"),
+    path("audit/", common.audit, name="audit"),
+    re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", common.audit_export, name="audit-export"),
+    path("entities/", common.entities, name="entities"),
+    path("entities/merge", common.merge, name="entity-merge"),
+    path("entities/merges/<int:merge_id>/undo", common.unmerge, name="entity-unmerge"),
+    path("account/", account.account, name="account"),
+    path("account/tokens/", account.issue, name="issue-token"),
+    path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),
+]

@@ -1,0 +1,68 @@
+"""The account page: a signed-in person issues and revokes their own API tokens."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts.actions import issue_token, revoke_token
+from accounts.models import ApiToken
+from console.account_forms import TokenForm
+from memories.errors import NotFound, Rejected, StateConflict
+
+TEMPLATE = "console/account.html"
+
+
+def _page(request: HttpRequest, form: TokenForm, *, secret: str | None = None, status=200):
+    context = {
+        "form": form,
+        "tokens": ApiToken.objects.filter(user=request.user),
+        "secret": secret,
+    }
+    template = f"{TEMPLATE}#tokens" if request.htmx else TEMPLATE
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+def account(request: HttpRequest) -> HttpResponse:
+    return _page(request, TokenForm())
+
+
+@login_required
+@require_POST
+@never_cache
+def issue(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        return _page(request, form, status=400)
+    try:
+        _token, secret = issue_token(actor=request.user, name=form.cleaned_data["name"])
+    except Rejected as refused:
+        form.add_error(refused.field, refused.message)
+        return _page(request, form, status=400)
+    # Rendered in the POST's own response rather than after a redirect: the
+    # secret is shown exactly once and never parked in the session to
+    # survive a redirect. never_cache keeps it out of any cache.
+    return _page(request, TokenForm(), secret=secret, status=201)
+
+
+@login_required
+@require_POST
+def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    try:
+        token = revoke_token(actor=request.user, token_id=token_id)
+    except NotFound:
+        raise Http404 from None
+    except StateConflict:
+        message = "That token was already revoked."
+    else:
+        message = f"Revoked the token “{token.name}”."
+    if request.htmx:
+        # The swapped table shows the token as revoked; a flash message would
+        # only surface on some later page.
+        return _page(request, TokenForm())
+    messages.success(request, message)
+    return redirect("account")

@@ -1,0 +1,264 @@
+"""The dashboard, the candidates queue with batch review, and the challenges list."""
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Min, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods
+
+from admissions.actions import record_verdict
+from admissions.models import ChallengeRank, Record, Role
+from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
+from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
+from console.views.common import (
+    fill_small_relations,
+    page_query,
+    paginate,
+    refusals,
+    row_link,
+    steward_scopes,
+)
+from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.lookups import readable_fact
+from memories.models import Bucket, Conflict, Fact, Scope
+from memories.roles import is_global_steward, steward_scope_ids
+
+# --- dashboard ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queue:
+    """One count on the dashboard, with the link to its queue and its oldest item's time."""
+
+    label: str
+    figures: dict
+    url: str
+    verb: str
+
+    @property
+    def count(self) -> int:
+        return self.figures["count"]
+
+    @property
+    def oldest(self):
+        return self.figures["oldest"]
+
+
+@require_GET
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """What waits for a human, in the viewer's scopes, and how long the oldest has waited."""
+    scopes = Scope.objects.visible_to(request.user)
+    conflicts = (
+        Conflict.objects.open()
+        .filter(scope__in=scopes)
+        .aggregate(count=Count("pk"), oldest=Min("opened_at"))
+    )
+    awaiting = (
+        candidates(scopes.values("pk"))
+        .order_by()
+        .aggregate(count=Count("pk"), oldest=Min("recorded_at"))
+    )
+    challenges = (
+        Record.objects.open()
+        .filter(scope__in=scopes)
+        .aggregate(count=Count("pk"), oldest=Min("inserted_at"))
+    )
+    # A suspended fact waits since the challenge that suspends it was filed.
+    suspended = in_effect(
+        ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
+    ).aggregate(count=Count("fact", distinct=True), oldest=Min("inserted_at"))
+    is_steward = steward_scopes(request.user).exists()
+    queues = [
+        Queue("Open conflicts", conflicts, reverse("conflicts"), "opened"),
+        Queue(
+            "Candidates awaiting a verdict",
+            awaiting,
+            reverse("candidates") if is_steward else reverse("facts") + "?status=candidate",
+            "recorded",
+        ),
+        Queue("Open challenges", challenges, reverse("challenges"), "filed"),
+        Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "suspended"),
+    ]
+    context = {"queues": queues, "now": timezone.now(), "scopes": scopes}
+    return render(request, "console/dashboard.html", context)
+
+
+# --- candidates -------------------------------------------------------------------------
+
+
+def _stewarded(user, scopes: dict[int, Scope]) -> list[int]:
+    """The ids among the viewer's ``scopes`` in which ``user`` is a steward."""
+    if is_global_steward(user):
+        return list(scopes)
+    # A scope steward's scopes are among the scopes they read.
+    ids = set(steward_scope_ids(user))
+    return [pk for pk in scopes if pk in ids]
+
+
+def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fact]:
+    filters = {}
+    if form.is_valid():
+        chosen = form.cleaned_data
+        filters = {
+            "scope": chosen["scope"].name if chosen["scope"] else "",
+            "source_type": chosen["source"].name if chosen["source"] else "",
+            "predicate": chosen["predicate"].name if chosen["predicate"] else "",
+        }
+    # A list of ids, not a subquery, lets PostgreSQL read a single scope's
+    # candidates in recorded order from its index and stop at the page's end.
+    # The small relations are filled in after the page is read (see
+    # fill_small_relations): joined here they cost more to plan than to run.
+    return (
+        candidates(scope_ids, filters).select_related(None).select_related("subject", "object_ref")
+    )
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One item of a batch review: applied, or refused and why."""
+
+    fact_id: str
+    label: str
+    applied: bool
+    why: str = ""
+
+
+def _review(request: HttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
+    """Apply one verdict with one ground to each selected candidate, each on its own."""
+    verdict = form.cleaned_data["verdict"]
+    outcomes = []
+    for fact_id in form.cleaned_data["facts"]:
+        try:
+            found = readable_fact(request.user, fact_id)
+        except NotFound:
+            outcomes.append(ReviewItem(fact_id, fact_id, False, "not found"))
+            continue
+        label = str(found)
+        # A queue is a snapshot: another steward may have ruled since it was
+        # loaded, and a batch must not silently overturn that verdict.
+        current = fact_status(found).status if found.bucket == Bucket.SYSTEM else None
+        if current != "candidate":
+            why = f"no longer a candidate (now {current})" if current else "not a system fact"
+            outcomes.append(ReviewItem(fact_id, label, False, why))
+            continue
+        try:
+            record_verdict(
+                actor=request.user,
+                fact_id=found.pk,
+                verdict=verdict,
+                ground=form.cleaned_data["ground"],
+            )
+        except (Forbidden, StateConflict) as error:
+            outcomes.append(ReviewItem(fact_id, label, False, str(error)))
+        except Rejected as error:
+            outcomes.append(ReviewItem(fact_id, label, False, error.message))
+        else:
+            outcomes.append(ReviewItem(fact_id, label, True, verdict))
+    return outcomes
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@refusals
+def candidates_queue(request: HttpRequest) -> HttpResponse:
+    """System facts without a verdict, oldest first; several can be reviewed at once."""
+    filters = CandidateFilterForm(request.GET or None, user=request.user)
+    # The filter's scopes serve the queue's rows and names too: one query.
+    scopes = filters.visible_scopes()
+    stewarded = _stewarded(request.user, scopes)
+    if not stewarded:
+        raise Forbidden("only stewards review candidates")
+    outcomes = None
+    status = 200
+    batch = BatchReviewForm()
+    if request.method == "POST":
+        batch = BatchReviewForm(request.POST)
+        if batch.is_valid():
+            outcomes = _review(request, batch)
+            batch = BatchReviewForm()
+        else:
+            status = 400
+    page = paginate(request, _candidates(filters, stewarded), filters)
+    page.object_list = fill_small_relations(page.object_list, scopes)
+    link = row_link("fact")
+    for fact in page.object_list:
+        fact.url = link(fact.pk)
+    context = {
+        "form": filters,
+        "batch": batch,
+        "outcomes": outcomes,
+        "applied": [o for o in outcomes or [] if o.applied],
+        "refused": [o for o in outcomes or [] if not o.applied],
+        "page": page,
+        "query": page_query(request),
+        "now": timezone.now(),
+    }
+    template = "console/candidates.html"
+    partial = request.htmx and not request.htmx.boosted
+    return render(
+        request, f"{template}#candidate-list" if partial else template, context, status=status
+    )
+
+
+# --- challenges -------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def challenges(request: HttpRequest) -> HttpResponse:
+    """Challenges, open and resolved, with each account's flood cap in effect (SPEC §6)."""
+    form = ChallengeFilterForm(request.GET or None, user=request.user)
+    scopes = Scope.objects.visible_to(request.user)
+    rows = Record.objects.challenges().filter(scope__in=scopes)
+    state = "open"
+    if form.is_valid():
+        state = form.cleaned_data["state"] or "open"
+        if form.cleaned_data["scope"]:
+            scopes = scopes.filter(pk=form.cleaned_data["scope"].pk)
+            rows = rows.filter(scope=form.cleaned_data["scope"])
+        if form.cleaned_data["author"]:
+            rows = rows.filter(author__username=form.cleaned_data["author"])
+    if state == "open":
+        rows = rows.exclude(pk__in=Record.objects.refutations().values("challenge_id"))
+    elif state == "resolved":
+        rows = rows.filter(pk__in=Record.objects.refutations().values("challenge_id"))
+    rows = rows.select_related(
+        "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+    ).order_by("inserted_at", "id")
+    page = paginate(request, rows, form)
+
+    # The cap per account: one summary per scope on this page, not one per row.
+    page_scopes = {record.scope for record in page}
+    summaries = {scope.pk: challenge_summary(scope) for scope in page_scopes}
+    in_effect: set[UUID] = set()
+    queued: set[UUID] = set()
+    accounts = []
+    for scope in sorted(page_scopes, key=lambda s: s.name):
+        for usage in summaries[scope.pk]:
+            in_effect.update(usage.in_effect)
+            queued.update(usage.queued)
+            accounts.append((scope, usage))
+    refuted = set(
+        Record.objects.refutations()
+        .filter(challenge__in=[record.pk for record in page])
+        .values_list("challenge_id", flat=True)
+    )
+    context = {
+        "form": form,
+        "state": state,
+        "page": page,
+        "query": page_query(request),
+        "accounts": accounts,
+        "in_effect": in_effect,
+        "queued": queued,
+        "refuted": refuted,
+        "role_challenge": Role.CHALLENGE,
+    }
+    template = "console/challenges.html"
+    return render(request, f"{template}#challenge-list" if request.htmx else template, context)

@@ -1,0 +1,6 @@
+"""The pure core of the memory store: no database, no clock, no Django.
+
+``decisions`` (the write path's decision), ``confidence`` (decay from the
+clock a caller passes in) and ``normalize`` (comparison keys) take values and
+return values, so their tests are tables of data in and data out.
+"""
