@@ -289,12 +289,13 @@ def parse_evidence(value: Any, field: str) -> tuple[Evidence, ...]:
         if not isinstance(quote, str):
             raise Rejected(field, "an evidence quote must be text")
         for text in (ref, quote):
-            _check_text(text, field, MAX_EVIDENCE_TEXT)
+            check_text(text, field, MAX_EVIDENCE_TEXT)
         items.append(Evidence(ref=ref.strip(), quote=quote.strip()))
     return tuple(items)
 
 
-def _check_text(value: str, field: str, limit: int) -> None:
+def check_text(value: str, field: str, limit: int) -> None:
+    """Refuse text that PostgreSQL cannot store, or longer than ``limit`` characters."""
     if "\x00" in value:
         raise Rejected(field, "must not contain a NUL character")
     if len(value) > limit:
@@ -310,7 +311,7 @@ def _required_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
     value = value.strip()
     if not value:
         raise Rejected(field, "must not be empty")
-    _check_text(value, field, limit)
+    check_text(value, field, limit)
     return value
 
 
@@ -320,7 +321,7 @@ def _optional_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
         return ""
     if not isinstance(value, str):
         raise Rejected(field, "must be text")
-    _check_text(value, field, limit)
+    check_text(value, field, limit)
     return value.strip()
 
 
