@@ -16,6 +16,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 DATABASE_NAME = "claimgraph"
 
 
@@ -25,8 +27,6 @@ def database_settings(var_dir: Path, name: str = DATABASE_NAME) -> dict[str, Any
     ``name`` is the database to use on it, created when missing (benchmarks
     use their own so they never touch the development data).
     """
-    import psycopg
-
     with warnings.catch_warnings():
         # platformdirs warns that XDG_RUNTIME_DIR is unset on servers and CI,
         # then falls back to /tmp, which is what we want anyway.
