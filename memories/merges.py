@@ -6,9 +6,9 @@ inserts that later record. That rule is stated once, in SQL
 (``memories/sql/merges.sql``), and read here through
 ``EntityMerge.objects.in_force()``. While a merge is in force the write
 path's entity lookup answers with the entity merged *into*, so new writes
-naming either spelling land on one slot. Facts already
-written keep the subject they were written with: history is never rewritten,
-which is also what makes a merge cheap to undo.
+naming either spelling land on one slot. Facts already written keep the
+subject they were written with: history is never rewritten, which is also
+what makes a merge cheap to undo.
 
 Chains are refused rather than followed: an entity already merged cannot be
 merged again, nor can anything be merged into it, and an entity that others
