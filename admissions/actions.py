@@ -31,13 +31,12 @@ from admissions.models import Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
 from memories.audit import record_audit
-from memories.core.decisions import ASSERTION_FIELDS, check_text, parse_evidence, parse_time
+from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
+from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
 from memories.models import Bucket, Fact, InvalidationKind, Scope
 from memories.roles import is_steward_of
-
-MAX_GROUND_LENGTH = 5_000
 
 
 @dataclass
@@ -64,7 +63,7 @@ def record_verdict(
     _require_system(fact)
     if verdict not in Verdict.values:
         raise Rejected("verdict", f"must be one of {', '.join(Verdict.values)}, not {verdict!r}")
-    ground = _ground(ground)
+    ground = required_reason(ground, "ground")
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
         return _write(
@@ -93,7 +92,7 @@ def file_challenge(
     """
     fact = readable_fact(actor, fact_id)
     _require_system(fact)
-    ground = _ground(ground)
+    ground = required_reason(ground, "ground")
     if evidence is not None:
         if isinstance(evidence, list | tuple) and not evidence:
             raise Rejected(
@@ -127,7 +126,7 @@ def refute_challenge(
     """
     challenge = _visible_challenge(actor, challenge_id)
     _require_steward(actor, challenge.scope, "only a steward may refute a challenge")
-    ground = _ground(ground)
+    ground = required_reason(ground, "ground")
     with transaction.atomic():
         now = _lock_scope(challenge.scope_id, now)
         if Record.objects.refutations().filter(challenge=challenge).exists():
@@ -167,7 +166,7 @@ def correct_fact(
     fact = readable_fact(actor, fact_id)
     if not may_end(actor, fact):
         raise Forbidden("only the fact's author or a steward may correct it")
-    ground = _ground(ground)
+    ground = required_reason(ground, "ground")
     data = _replacement_data(fact, changes)
     steward = is_steward_of(actor, fact.scope)
 
@@ -319,13 +318,6 @@ def _require_system(fact: Fact) -> None:
             "fact",
             "is a user-bucket fact: only system facts have verdicts, challenges and refutations",
         )
-
-
-def _ground(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Rejected("ground", "is required: say why")
-    check_text(value, "ground", MAX_GROUND_LENGTH)
-    return value.strip()
 
 
 def _replacement_data(fact: Fact, changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,9 @@ foreign keys:
 
 The three models after ``Record`` are *derived*: PostgreSQL triggers on the
 record table maintain them in the same transaction as each insert (see
-migration 0002), so any way a record gets in — the actions, a COPY, a psql
-session — leaves them right, and they can be rebuilt from the records at any
-time with ``SELECT admissions_rebuild_state()``. Python never writes them.
+``admissions/sql/state.sql``), so any way a record gets in — the actions, a
+COPY, a psql session — leaves them right, and they can be rebuilt from the
+records at any time with ``SELECT admissions_rebuild_state()``. Python never writes them.
 They exist so a status read costs the same whatever the length of the history
 (``admissions.selectors`` explains the reads).
 """

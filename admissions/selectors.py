@@ -4,7 +4,7 @@ The status of a fact is defined by the pure fold in ``admissions.status``.
 Folding a whole scope's history in Python for every read would make a read
 cost as much as the history is long, and the history only grows. So
 PostgreSQL keeps three small pieces of derived state, maintained by a trigger
-in the same transaction as each record insert (migration 0002):
+in the same transaction as each record insert (``admissions/sql/state.sql``):
 
 * ``FactVerdict`` — each fact's latest admission record (rule 1);
 * ``OpenChallenge`` — evidenced challenges no refutation names (rules 3, 4);
@@ -60,7 +60,7 @@ def share_percent() -> int:
 # --- one fact ---------------------------------------------------------------------
 
 # Both reads are single statements, so what they read comes from one snapshot,
-# and database functions (migrations 0003 and 0004), so their plans are made
+# and database functions (``admissions/sql/status.sql``), so their plans are made
 # once per session rather than on every call.
 _FACT_STATUS_SQL = "SELECT * FROM admissions_fact_status(%s, %s)"
 _FACT_STATE_SQL = "SELECT * FROM admissions_fact_state(%s, %s)"

@@ -15,6 +15,7 @@ here, so a page on another site cannot ride a signed-in steward's session
 """
 
 import json
+import logging
 from collections.abc import Callable
 from functools import wraps
 from inspect import iscoroutinefunction
@@ -38,10 +39,20 @@ from accounts.tokens import RateLimited, token_for_secret
 from api import admissions as admissions_api
 from api import memory as memories_api
 from api.schemas import AnswerEncoder, EvidenceItem
-from claimgraph_site import outages
-from claimgraph_site.middleware import API_PREFIX
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.errors import (
+    OUTAGE_ERRORS,
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE_MESSAGE,
+    Forbidden,
+    NotFound,
+    Rejected,
+    StateConflict,
+)
 
+logger = logging.getLogger("claimgraph_site.outages")
+
+# Where claimgraph_site.urls mounts this API; the site's middleware passes it over.
+API_PREFIX = "/api/v1/"
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -313,11 +324,33 @@ def server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     return response
 
 
-# The database unreachable: 503 "unavailable" with Retry-After, as the outage
-# middleware answers outside the API (without this, django-ninja would answer
-# it itself with DEBUG on, as a 500 with a text traceback).
-for _outage in outages.OUTAGE_ERRORS:
-    api.add_exception_handler(_outage, outages.unavailable)
+def unavailable_answer(request: HttpRequest) -> HttpResponse:
+    """The database unreachable: 503 "unavailable" with Retry-After, never cached.
+
+    Also what the site's outage middleware answers under /api/v1/ for an
+    outage raised outside an operation (claimgraph_site.outages).
+    """
+    response = error(request, 503, "unavailable", UNAVAILABLE_MESSAGE)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Without this django-ninja would answer an outage itself with DEBUG on,
+    # as a 500 with a text traceback.
+    logger.warning(
+        "database unavailable, answered 503 to %s %s: %s: %s",
+        request.method,
+        request.path,
+        type(exc).__name__,
+        str(exc).strip(),
+    )
+    return unavailable_answer(request)
+
+
+for _outage in OUTAGE_ERRORS:
+    api.add_exception_handler(_outage, _unavailable)
 
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)

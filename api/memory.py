@@ -416,8 +416,7 @@ def post_outcome(request: HttpRequest, payload: OutcomeIn):
 
 def visible_conflicts(actor):
     """Conflicts in the caller's scopes; one among ``user`` facts only for their author."""
-    scopes = Scope.objects.visible_to(actor)
-    conflicts = Conflict.objects.filter(scope__in=scopes)
+    conflicts = Conflict.objects.visible_to(actor)
     if is_global_steward(actor):
         return conflicts
     others_private = ConflictMember.objects.filter(

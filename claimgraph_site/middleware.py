@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django_htmx.middleware import HtmxMiddleware as _Htmx
 from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
 
-API_PREFIX = "/api/v1/"
+from api.app import API_PREFIX
 
 
 def _console_only(middleware: type) -> type:

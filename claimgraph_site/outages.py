@@ -12,8 +12,8 @@ Such an error can surface in three places, and each is caught here:
 
 - in a view or while a page renders: :meth:`DatabaseOutageMiddleware.process_exception`;
 - in django-ninja's own handling of an API operation (it answers an unhandled
-  exception itself when DEBUG is on): :func:`unavailable` is registered as the
-  API's handler for :data:`OUTAGE_ERRORS` (``api.app``);
+  exception itself when DEBUG is on): the same answer is registered as the
+  API's own handler for ``memories.errors.OUTAGE_ERRORS`` (``api.app``);
 - in another middleware after the view, e.g. the session saved on the way out:
   Django has by then turned the exception into a 500, so the
   ``got_request_exception`` signal marks the request and the middleware,
@@ -30,40 +30,19 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 
-import psycopg
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.signals import got_request_exception
-from django.db import InterfaceError, OperationalError, connections
+from django.db import connections
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.csp import CSP, build_policy
 
-from claimgraph_site.middleware import API_PREFIX
+from api.app import API_PREFIX, unavailable_answer
+from memories.errors import OUTAGE_ERRORS, RETRY_AFTER_SECONDS
 
 logger = logging.getLogger(__name__)
-
-# Django's classes, and psycopg's in case a statement ever runs outside
-# Django's wrapping (every cursor of ours runs inside ``wrap_database_errors``).
-# An OperationalError is, by the DB-API's definition, an error of the
-# database's operation rather than of the program or its input (a lost
-# connection, a server shutting down, too many connections, a statement
-# cancelled): each is worth retrying. IntegrityError, DataError and
-# ProgrammingError are not outages and are left alone.
-OUTAGE_ERRORS: tuple[type[Exception], ...] = (
-    OperationalError,
-    InterfaceError,
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
-)
-
-# A restarted server accepts connections again within seconds; a client that
-# waits this long before retrying does not add to the load of a failover.
-RETRY_AFTER_SECONDS = 10
-UNAVAILABLE_MESSAGE = (
-    f"the database cannot be reached just now; try again in {RETRY_AFTER_SECONDS} s"
-)
 
 _MARK = "_claimgraph_database_outage"
 
@@ -86,9 +65,7 @@ def unavailable(request: HttpRequest, exception: BaseException) -> HttpResponse:
         str(exception).strip(),
     )
     if request.path_info.startswith(API_PREFIX):
-        response: HttpResponse = JsonResponse(
-            {"code": "unavailable", "message": UNAVAILABLE_MESSAGE}, status=503
-        )
+        response: HttpResponse = unavailable_answer(request)
     else:
         page = render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS})
         response = HttpResponse(page, status=503)

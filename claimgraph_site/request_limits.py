@@ -23,7 +23,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.utils.formats import number_format
 
-from claimgraph_site.middleware import API_PREFIX
+from api.app import API_PREFIX
 
 # The content types whose body Django parses into request.POST.
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

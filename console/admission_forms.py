@@ -15,6 +15,7 @@ from console.forms import (
     scope_field,
     source_field,
 )
+from memories.core.text import MAX_REASON_LENGTH
 from memories.models import Bucket, Epistemic, SourceType
 
 GROUND_ERROR = "Say why: a ground is required."
@@ -23,7 +24,7 @@ GROUND_ERROR = "Say why: a ground is required."
 def ground_field(label: str = "Ground") -> forms.CharField:
     return forms.CharField(
         label=label,
-        max_length=5_000,
+        max_length=MAX_REASON_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": GROUND_ERROR},
     )

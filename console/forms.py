@@ -12,6 +12,7 @@ from django.utils.formats import localize
 from django.utils.html import conditional_escape
 
 from memories.core.decisions import unstorable
+from memories.core.text import MAX_REASON_LENGTH
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 from memories.vocabulary import load_vocabulary
 
@@ -318,7 +319,7 @@ class ResolveForm(QuickForm):
     action = forms.ChoiceField(choices=ACTIONS, widget=forms.HiddenInput)
     keep = forms.UUIDField(required=False, widget=forms.HiddenInput)
     reason = forms.CharField(
-        max_length=5_000,
+        max_length=MAX_REASON_LENGTH,
         strip=True,
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why: a ruling needs a reason."},
@@ -354,7 +355,7 @@ class AuditFilterForm(PagedForm):
 class MergeForm(QuickForm):
     entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
     into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")
-    reason = forms.CharField(max_length=5_000, widget=forms.Textarea(attrs={"rows": 2}))
+    reason = forms.CharField(max_length=MAX_REASON_LENGTH, widget=forms.Textarea(attrs={"rows": 2}))
 
     def __init__(self, *args, user, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -366,7 +367,7 @@ class MergeForm(QuickForm):
 
 
 class UndoMergeForm(QuickForm):
-    reason = forms.CharField(max_length=5_000, label="Reason to undo")
+    reason = forms.CharField(max_length=MAX_REASON_LENGTH, label="Reason to undo")
 
 
 class EntityFilterForm(PagedForm):

@@ -34,6 +34,7 @@ from memories.core.decisions import (
     StandingFact,
 )
 from memories.core.normalize import value_key
+from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, StateConflict
 from memories.lookups import (
     entity_from_row,
@@ -57,7 +58,7 @@ from memories.models import (
     Scope,
 )
 from memories.roles import is_steward_of
-from memories.slots import LOCK_SQL, lock_fact_slot, lock_slot, slot_key
+from memories.slots import LOCK_SQL, lock_predicate_slot
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 # --- assert -----------------------------------------------------------------------
@@ -104,7 +105,7 @@ def _open_slot(
 
     The common case of every assertion — a member writing about a subject
     known by its name — is one call of the SQL function
-    ``claimgraph_open_slot`` (migration 0006): the scope joined to the
+    ``claimgraph_open_slot`` (memories/sql/slots.sql): the scope joined to the
     caller's membership (nothing comes back for a caller who may not write),
     the subject by its key, the slot's advisory lock, and then, in a statement
     of its own whose snapshot follows the lock, the slot's facts that can
@@ -311,7 +312,7 @@ def _standing_facts(
     with hot_cursor() as cursor:
         cursor.execute(
             LOCK_SQL,
-            [slot_key(scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate))],
+            [scope.pk, subject.pk, vocab.spec.slot_name(assertion.predicate)],
             prepare=True,
         )
         cursor.row_factory = dict_row
@@ -487,7 +488,7 @@ def invalidate_fact(
         raise Forbidden("only the fact's author or a steward may invalidate it")
     reason = required_reason(reason, "reason")
     with transaction.atomic():
-        lock_fact_slot(fact)
+        lock_predicate_slot(fact.scope_id, fact.subject_id, fact.predicate.name)
         now = now or timezone.now()
         at = at or now
         fact = Fact.objects.select_for_update().get(pk=fact.pk)
@@ -510,13 +511,6 @@ def invalidate_fact(
         )
         close_moot_conflicts([fact.pk], now=now)
     return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
-
-
-def required_reason(value: Any, field_name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Rejected(field_name, "is required: say why")
-    decisions.check_text(value, field_name, 5_000)
-    return value.strip()
 
 
 # --- conflicts --------------------------------------------------------------------
@@ -567,9 +561,7 @@ def resolve_conflict(
         raise Rejected("keep", f"is only for the keep action, not {action}")
 
     with transaction.atomic():
-        group = conflict.predicate.exclusion_group
-        slot = f"group:{group}" if group else f"predicate:{conflict.predicate.name}"
-        lock_slot(conflict.scope_id, conflict.subject_id, slot)
+        lock_predicate_slot(conflict.scope_id, conflict.subject_id, conflict.predicate.name)
         now = now or timezone.now()
         conflict = Conflict.objects.select_for_update().get(pk=conflict.pk)
         if not conflict.is_open:

@@ -33,7 +33,9 @@ from django.utils import timezone
 from memories.actions import close_moot_conflicts
 from memories.audit import fact_state, record_audit
 from memories.core import decisions
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.core.decisions import MAX_EPISODE_LENGTH
+from memories.core.text import required_reason, required_text
+from memories.errors import Forbidden, NotFound, StateConflict
 from memories.models import (
     Conflict,
     ConflictMember,
@@ -45,9 +47,6 @@ from memories.models import (
 from memories.roles import is_steward_of
 from memories.slots import lock_slots
 from memories.vocabulary import load_vocabulary
-
-MAX_EPISODE_LENGTH = 200
-MAX_REASON_LENGTH = 5_000
 
 
 @dataclass
@@ -91,8 +90,8 @@ def withdraw_episode(
         raise NotFound("scope")
     if not is_steward_of(actor, target):
         raise Forbidden("only a steward of the scope may withdraw an episode")
-    episode = _text(episode, "episode", MAX_EPISODE_LENGTH)
-    reason = _text(reason, "reason", MAX_REASON_LENGTH)
+    episode = required_text(episode, "episode", limit=MAX_EPISODE_LENGTH)
+    reason = required_reason(reason, "reason")
 
     with transaction.atomic():
         written = Fact.objects.filter(scope=target, episode=episode)
@@ -113,13 +112,6 @@ def withdraw_episode(
             raise StateConflict("nothing this episode wrote is still live")
         _apply(plan, actor=actor, reason=reason, now=now)
     return plan
-
-
-def _text(value: str, field_name: str, limit: int) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise Rejected(field_name, "is required")
-    decisions.check_text(value, field_name, limit)
-    return value.strip()
 
 
 def _slot(fact: Fact, vocabulary) -> tuple[int, int, str]:

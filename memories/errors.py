@@ -5,6 +5,9 @@ because input checking is part of the decision; it is re-exported here so the
 faces import every refusal from one place.
 """
 
+import psycopg
+from django.db import InterfaceError, OperationalError
+
 from memories.core.decisions import Rejected
 
 
@@ -24,4 +27,32 @@ class StateConflict(Exception):
     """The object is not in a state that allows this (409)."""
 
 
-__all__ = ["Forbidden", "NotFound", "Rejected", "StateConflict"]
+# The database unreachable (SPEC §11): Django's classes, and psycopg's in case a
+# statement ever runs outside Django's wrapping. An OperationalError is, by the
+# DB-API's definition, an error of the database's operation rather than of the
+# program or its input (a lost connection, a server shutting down, too many
+# connections, a cancelled statement): each is worth retrying, so every face
+# answers 503. IntegrityError, DataError and ProgrammingError are not outages.
+OUTAGE_ERRORS: tuple[type[Exception], ...] = (
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
+
+# A restarted server accepts connections again within seconds; a client that
+# waits this long before retrying does not add to the load of a failover.
+RETRY_AFTER_SECONDS = 10
+UNAVAILABLE_MESSAGE = (
+    f"the database cannot be reached just now; try again in {RETRY_AFTER_SECONDS} s"
+)
+
+__all__ = [
+    "OUTAGE_ERRORS",
+    "RETRY_AFTER_SECONDS",
+    "UNAVAILABLE_MESSAGE",
+    "Forbidden",
+    "NotFound",
+    "Rejected",
+    "StateConflict",
+]

@@ -64,7 +64,6 @@ from memories.errors import NotFound
 from memories.lookups import hot_cursor, writable_scope
 from memories.models import (
     Entity,
-    EntityMerge,
     Fact,
     ObjectKind,
     Scope,
@@ -651,9 +650,9 @@ def _worker(pipe, actor, fixed_start: datetime | None) -> None:
 
 # --- entities ------------------------------------------------------------------------
 
-# The three steps of ``actions._find_entity`` (name, else alias with the
-# lowest id, then a merge in force, earliest first), each for a whole batch
-# of keys in one indexed statement.
+# The three steps of ``lookups._find_entity`` (name, else alias with the
+# lowest id, then a merge in force, memories/sql/merges.sql), each for a
+# whole batch of keys in one indexed statement.
 _BY_NAME = f"""
 SELECT key, id FROM {Entity._meta.db_table} WHERE scope_id = %s AND key = ANY(%b::varchar[])
 """
@@ -663,12 +662,10 @@ SELECT DISTINCT ON (alias.key) alias.key, e.id
  WHERE e.scope_id = %s AND e.alias_keys && %b::varchar[] AND alias.key = ANY(%b::varchar[])
  ORDER BY alias.key, e.id
 """
-_MERGED_INTO = f"""
-SELECT DISTINCT ON (m.entity_id) m.entity_id, m.into_id
-  FROM {EntityMerge._meta.db_table} m
- WHERE m.entity_id = ANY(%b) AND m.undoes_id IS NULL
-   AND NOT EXISTS (SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
- ORDER BY m.entity_id, m.at, m.id
+# Each entity with the one it is merged into, or NULL.
+_MERGED_INTO = """
+SELECT e.id, (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
+  FROM unnest(%b::bigint[]) AS e(id)
 """
 
 
@@ -729,7 +726,7 @@ def _lookup_entities(cursor, scope_id: int, keys: list[str]) -> dict[str, int]:
     if found:
         cursor.execute(_MERGED_INTO, [sorted(set(found.values()))])
         merged = dict(cursor.fetchall())
-        found = {key: merged.get(entity, entity) for key, entity in found.items()}
+        found = {key: merged[entity] or entity for key, entity in found.items()}
     return found
 
 

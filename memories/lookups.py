@@ -18,9 +18,8 @@ from django.db.models import Model
 
 from memories.core.normalize import value_key
 from memories.errors import NotFound
-from memories.models import Conflict, Entity, EntityMerge, Fact, Predicate, Scope
-from memories.roles import is_steward_of, readable_scope_ids, steward_scope_ids
-from memories.vocabulary import attach_vocabulary, load_vocabulary
+from memories.models import Conflict, Entity, Fact, Scope
+from memories.roles import is_steward_of
 
 
 @contextmanager
@@ -125,21 +124,15 @@ def batch(*statements: tuple[str, Sequence[Any] | dict[str, Any]]) -> list[list[
 def writable_scope(actor, name: str) -> Scope:
     """The scope ``actor`` may write, by name; absent and forbidden answer alike.
 
-    Members are the common case and cost one query; stewards who are not
-    members are checked only when that finds nothing.
+    Who may write a scope: its members, and its stewards. Members are the
+    common case and cost one query; stewards who are not members are checked
+    only when that finds nothing. The write path's ``claimgraph_open_slot``
+    (memories/sql/slots.sql) answers the members' case in the same call that
+    opens the slot and comes here for everyone else.
     """
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("scope")
-    with hot_cursor() as cursor:
-        cursor.execute(
-            f"SELECT s.id, s.name, s.description, s.created_at FROM {Scope._meta.db_table} s"
-            f" JOIN {Scope.members.through._meta.db_table} m ON m.scope_id = s.id"
-            " WHERE s.name = %s AND m.user_id = %s",
-            [name, actor.pk],
-            prepare=True,
-        )
-        row = cursor.fetchone()
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3]) if row else None
+    scope = Scope.objects.filter(name=name, members=actor).first()
     if scope is None:
         scope = Scope.objects.filter(name=name).first()
         if scope is None or not is_steward_of(actor, scope):
@@ -148,34 +141,15 @@ def writable_scope(actor, name: str) -> Scope:
 
 
 def readable_fact(actor, fact_id: UUID | str) -> Fact:
-    """A fact ``actor`` may read; anything else is :class:`NotFound`.
-
-    The same rule as ``Fact.objects.readable_by``, in the query itself, with
-    its scope, subject, object entity and author (username only); the
-    vocabulary rows come from the process's copy instead of two more joins.
-    """
+    """A fact ``actor`` may read (``Fact.objects.readable_by``), for display; else NotFound."""
     try:
         fact_uuid = UUID(str(fact_id))
     except ValueError:
         raise NotFound("fact") from None
-    readable = readable_scope_ids(actor)
-    if readable == []:  # signed out, deactivated, or in no scope
-        raise NotFound("fact")
-    found = rows(
-        _READABLE_FACT_SQL,
-        {
-            "fact": fact_uuid,
-            "every": readable is None,
-            "readable": readable or [],
-            "stewarded": [] if readable is None else steward_scope_ids(actor),
-            "user": actor.pk,
-        },
-    )
-    if not found:
-        raise NotFound("fact")
-    fact = fact_from_row(found[0])
-    attach_vocabulary([fact])
-    return fact
+    try:
+        return Fact.objects.readable_by(actor).for_display().get(pk=fact_uuid)
+    except Fact.DoesNotExist:
+        raise NotFound("fact") from None
 
 
 FACT = Columns(Fact, "f")
@@ -217,19 +191,6 @@ def fact_from_row(row: Sequence[Any], start: int = 0) -> Fact:
     return fact
 
 
-# Fact.objects.readable_by() as one condition: every scope for a global
-# steward; else the caller's scopes, and a ``user`` fact only for its author
-# or a steward of its scope.
-READABLE = """(%(every)s OR (f.scope_id = ANY(%(readable)s::bigint[])
-    AND (f.bucket = 'system' OR f.author_id = %(user)s
-         OR f.scope_id = ANY(%(stewarded)s::bigint[]))))"""
-
-_READABLE_FACT_SQL = f"""
-SELECT {FACT_ROW_COLUMNS} FROM {Fact._meta.db_table} f
-WHERE f.id = %(fact)s AND {READABLE}
-"""
-
-
 def find_entity(scope: Scope, name: str) -> Entity | None:
     """The entity named ``name`` (or with it as an alias) in ``scope``, if any."""
     return _find_entity(scope, value_key(name))
@@ -238,7 +199,7 @@ def find_entity(scope: Scope, name: str) -> Entity | None:
 def _find_entity(scope: Scope, key: str) -> Entity | None:
     # An exact name wins over an alias, so the lookup is deterministic when
     # one entity's name is another's alias. An entity a steward merged into
-    # another answers as that other one (memories.merges); following the
+    # another answers as that other one (memories/sql/merges.sql); following the
     # merge costs a second query only while a merge of it is in force.
     # Raw SQL because this runs on every assertion: by key through the unique
     # index, and by alias through the GIN index only when the key finds nothing.
@@ -261,14 +222,10 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
 
 
 # The columns of an entity row ``e``, and the entity it is merged into while
-# a steward's merge of it is in force (memories.merges), or NULL.
-_ENTITY_COLUMNS = f"""
+# a steward's merge of it is in force (memories/sql/merges.sql), or NULL.
+_ENTITY_COLUMNS = """
     e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-    (SELECT m.into_id FROM {EntityMerge._meta.db_table} m
-      WHERE m.entity_id = e.id AND m.undoes_id IS NULL
-        AND NOT EXISTS (
-            SELECT 1 FROM {EntityMerge._meta.db_table} u WHERE u.undoes_id = m.id)
-      ORDER BY m.at, m.id LIMIT 1)
+    (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
 """
 
 
@@ -310,45 +267,17 @@ def get_or_create_entity(scope: Scope, name: str) -> Entity:
 
 
 def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
-    """A conflict in a scope ``actor`` may read, with its scope, subject and predicate.
-
-    The scope and subject carry their names and ids (see ``fact_from_row``).
-    """
+    """A conflict ``actor`` may see (``Conflict.objects.visible_to``), with its scope,
+    subject and predicate; anything else is :class:`NotFound`."""
     try:
         conflict_uuid = UUID(str(conflict_id))
     except ValueError:
         raise NotFound("conflict") from None
-    scope_ids = readable_scope_ids(actor)  # None: a global steward reads every scope
-    if scope_ids == []:
-        raise NotFound("conflict")
-    found = rows(
-        _VISIBLE_CONFLICT_SQL,
-        {"conflict": conflict_uuid, "every": scope_ids is None, "readable": scope_ids or []},
-    )
-    if not found:
-        raise NotFound("conflict")
-    row = found[0]
-    conflict = _CONFLICT.build(row)
-    scope, subject = row[_CONFLICT.width :]
-    alias = connection.alias
-    conflict.scope = Scope.from_db(alias, ["id", "name"], [conflict.scope_id, scope])
-    conflict.subject = Entity.from_db(
-        alias, ["id", "scope_id", "name"], [conflict.subject_id, conflict.scope_id, subject]
-    )
-    # The predicate from the process's copy of the vocabulary, like facts'.
-    predicates = {row.pk: row for row in load_vocabulary().predicates.values()}
-    conflict.predicate = predicates.get(conflict.predicate_id) or Predicate.objects.get(
-        pk=conflict.predicate_id
-    )
-    return conflict
-
-
-_CONFLICT = Columns(Conflict, "c")
-# The scope's and subject's names by a lookup each (see FACT_ROW_COLUMNS).
-_VISIBLE_CONFLICT_SQL = f"""
-SELECT {_CONFLICT.sql},
-       (SELECT s.name FROM {Scope._meta.db_table} s WHERE s.id = c.scope_id),
-       (SELECT e.name FROM {_ENTITIES} e WHERE e.id = c.subject_id)
-  FROM {Conflict._meta.db_table} c
- WHERE c.id = %(conflict)s AND (%(every)s OR c.scope_id = ANY(%(readable)s::bigint[]))
-"""
+    try:
+        return (
+            Conflict.objects.visible_to(actor)
+            .select_related("scope", "subject", "predicate")
+            .get(pk=conflict_uuid)
+        )
+    except Conflict.DoesNotExist:
+        raise NotFound("conflict") from None

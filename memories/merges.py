@@ -1,12 +1,14 @@
 """Entity merges: a steward says two entities name the same thing (SPEC §12).
 
 A merge is a record, never an edit: ``EntityMerge`` rows are only inserted. A
-merge is *active* while no later record names it in ``undoes``; undoing it
-inserts that later record. While a merge is active the write path's entity
-lookup (``memories.lookups._find_entity``) answers with the entity merged
-*into*, so new writes naming either spelling land on one slot. Facts already
-written keep the subject they were written with: history is never rewritten,
-which is also what makes a merge cheap to undo.
+merge is *in force* while no later record names it in ``undoes``; undoing it
+inserts that later record. That rule is stated once, in SQL
+(``memories/sql/merges.sql``), and read here through
+``EntityMerge.objects.in_force()``. While a merge is in force the write
+path's entity lookup answers with the entity merged *into*, so new writes
+naming either spelling land on one slot. Facts already written keep the
+subject they were written with: history is never rewritten, which is also
+what makes a merge cheap to undo.
 
 Chains are refused rather than followed: an entity already merged cannot be
 merged again, nor can anything be merged into it, and an entity that others
@@ -17,19 +19,13 @@ and an undo never leaves a dangling chain behind it.
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
-from memories.actions import required_reason
 from memories.audit import record_audit
+from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Entity, EntityMerge, Scope
 from memories.roles import is_steward_of
-
-
-def active_merges() -> QuerySet[EntityMerge]:
-    """Merge records in force: not themselves undo records, and not undone since."""
-    return EntityMerge.objects.filter(undoes__isnull=True, undone_by__isnull=True)
 
 
 def visible_entity(actor, entity_id: int | str) -> Entity:
@@ -75,11 +71,11 @@ def merge_entities(
         # opposite directions must not both succeed, nor deadlock.
         list(Entity.objects.filter(pk__in=[entity.pk, into.pk]).order_by("pk").select_for_update())
         now = now or timezone.now()
-        in_force = active_merges().filter(entity_id__in=[entity.pk, into.pk])
+        in_force = EntityMerge.objects.in_force().filter(entity_id__in=[entity.pk, into.pk])
         for merge in in_force:
             which = "entity" if merge.entity_id == entity.pk else "into"
             raise StateConflict(f"{which}: already merged into another entity; undo that first")
-        if active_merges().filter(into_id=entity.pk).exists():
+        if EntityMerge.objects.in_force().filter(into_id=entity.pk).exists():
             raise StateConflict("entity: others are merged into it; merge them directly instead")
         merge = EntityMerge.objects.create(
             scope_id=entity.scope_id,
@@ -156,4 +152,5 @@ def undo_merge(
 
 def merge_target_id(entity_id: int) -> int | None:
     """The entity ``entity_id`` is merged into, if a merge of it is in force."""
-    return active_merges().filter(entity_id=entity_id).values_list("into_id", flat=True).first()
+    merges = EntityMerge.objects.in_force().filter(entity_id=entity_id)
+    return merges.values_list("into_id", flat=True).first()

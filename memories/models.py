@@ -12,11 +12,12 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, Func, OuterRef, Q
 from django.db.models.functions import MD5
 
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
+from memories.roles import readable_scope_ids, steward_scope_ids
 
 
 class Epistemic(models.TextChoices):
@@ -52,8 +53,6 @@ class ScopeQuerySet(models.QuerySet["Scope"]):
 
         An inactive or anonymous account sees nothing.
         """
-        from memories.roles import readable_scope_ids
-
         ids = readable_scope_ids(user)
         return self.all() if ids is None else self.filter(pk__in=ids)
 
@@ -188,9 +187,12 @@ class FactQuerySet(models.QuerySet["Fact"]):
         return self.with_disputed(known_at=known_at).filter(disputed=False)
 
     def readable_by(self, user) -> "FactQuerySet":
-        """Facts in the user's scopes; a ``user`` bucket fact only for its author or a steward."""
-        from memories.roles import readable_scope_ids, steward_scope_ids
+        """Who may read a fact (SPEC §6), the one statement of it.
 
+        Facts in the scopes the user may read (``ScopeQuerySet.visible_to``);
+        a ``user`` bucket fact only for its author or a steward of its scope.
+        A global steward reads everything.
+        """
         ids = readable_scope_ids(user)
         if ids is None:  # a global steward
             return self.all()
@@ -391,6 +393,11 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
     def in_scope(self, scope: Scope) -> "ConflictQuerySet":
         return self.filter(scope=scope)
 
+    def visible_to(self, user) -> "ConflictQuerySet":
+        """Conflicts in the scopes ``user`` may read (see ``ScopeQuerySet.visible_to``)."""
+        ids = readable_scope_ids(user)
+        return self.all() if ids is None else self.filter(scope_id__in=ids)
+
 
 class Conflict(models.Model):
     """Facts that contradict each other, open until a human rules (SPEC §3)."""
@@ -529,12 +536,29 @@ class AuditEntry(models.Model):
         return f"{self.action} {self.target_type} {self.target_id}"
 
 
+class MergeInForce(Func):
+    """The id of an entity's merge record in force, or NULL (``memories/sql/merges.sql``)."""
+
+    template = "(SELECT m.id FROM claimgraph_merge_in_force(%(expressions)s) AS m)"
+    output_field = models.BigIntegerField()
+
+
+class EntityMergeQuerySet(models.QuerySet["EntityMerge"]):
+    def in_force(self) -> "EntityMergeQuerySet":
+        """The merge records in force: for each merged entity, the one it answers by.
+
+        Defined through the SQL function that states the rule
+        (``memories/sql/merges.sql``), which the write path calls too.
+        """
+        return self.filter(pk=MergeInForce("entity_id"))
+
+
 class EntityMerge(models.Model):
     """A steward's record that two entities name the same thing (SPEC §12).
 
-    Append-only: a merge is undone by a later record with ``undo`` set that
-    names the merge it reverses. An entity is merged into ``into`` while its
-    latest merge record is not undone.
+    Append-only: a merge is undone by a later record with ``undoes`` set that
+    names the merge it reverses. When a merge is in force is stated once, in
+    ``memories/sql/merges.sql``; read it with ``EntityMerge.objects.in_force()``.
     """
 
     scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="entity_merges")
@@ -546,6 +570,8 @@ class EntityMerge(models.Model):
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
     at = models.DateTimeField()
     reason = models.TextField()
+
+    objects = EntityMergeQuerySet.as_manager()
 
     class Meta:
         ordering = ["at", "id"]

@@ -1,4 +1,4 @@
-"""Who is a steward (SPEC §6).
+"""Who is a steward, and which scopes an account may read (SPEC §6).
 
 A steward is an *active* account holding ``memories.steward_scope`` either
 globally (through a group, usually "stewards") or on one scope as a
@@ -12,19 +12,34 @@ Like Django's own permission cache, an account's scope ids are read once per
 user object: a request sees the memberships it started with, and code that
 changes an account's memberships and goes on using the same object must
 fetch the account again.
+
+This module reads the permission tables and the account's own relations
+only, never ``memories.models``: the models' QuerySets (``visible_to``,
+``readable_by``) are written in terms of these ids.
 """
+
+from django.contrib.auth.models import Permission
+from django.db.models import Q
+from guardian.models import GroupObjectPermission, UserObjectPermission
 
 STEWARD_PERMISSION = "memories.steward_scope"
 STEWARDS_GROUP = "stewards"
+
+_APP_LABEL, _CODENAME = STEWARD_PERMISSION.split(".")
+# The object permission on a scope (guardian's generic rows name the object
+# by content type and primary key as text).
+_ON_SCOPES = Q(
+    content_type__app_label=_APP_LABEL,
+    content_type__model="scope",
+    permission__codename=_CODENAME,
+)
 
 
 def is_global_steward(user) -> bool:
     """A superuser, or an account holding the permission itself or through a group.
 
-    One hand-written statement, remembered on the user object (Django's
-    ``has_perm`` would load all of the account's user and group permissions
-    in two queries). Every console page asks, and the ORM's version of this
-    query cost more Python to build than PostgreSQL took to run it.
+    One query, remembered on the user object (Django's ``has_perm`` would load
+    all of the account's user and group permissions in two).
     """
     if not user.is_authenticated or not user.is_active:
         return False
@@ -32,32 +47,17 @@ def is_global_steward(user) -> bool:
         return True
     cached = getattr(user, "_claimgraph_global_steward", None)
     if cached is None:
-        from memories.lookups import rows
-
-        app_label, codename = STEWARD_PERMISSION.split(".")
-        parameters = {"user": user.pk, "app_label": app_label, "codename": codename}
-        cached = rows(_GLOBAL_STEWARD_SQL, parameters)[0][0]
+        cached = Permission.objects.filter(
+            Q(user=user) | Q(group__user=user),
+            content_type__app_label=_APP_LABEL,
+            codename=_CODENAME,
+        ).exists()
         user._claimgraph_global_steward = cached
     return cached
 
 
-# The permission held directly or through one of the account's groups.
-_GLOBAL_STEWARD_SQL = """
-SELECT EXISTS (
-    SELECT 1 FROM auth_permission p
-      JOIN django_content_type t ON t.id = p.content_type_id
-     WHERE t.app_label = %(app_label)s AND p.codename = %(codename)s
-       AND (EXISTS (SELECT 1 FROM auth_user_user_permissions up
-                     WHERE up.user_id = %(user)s AND up.permission_id = p.id)
-            OR EXISTS (SELECT 1 FROM auth_user_groups ug
-                         JOIN auth_group_permissions gp ON gp.group_id = ug.group_id
-                        WHERE ug.user_id = %(user)s AND gp.permission_id = p.id))
-)
-"""
-
-
 def steward_scope_ids(user) -> list[int]:
-    """The ids of the scopes on which ``user`` holds the object permission.
+    """The ids of the scopes on which ``user`` holds the object permission, itself or by group.
 
     Read once per user object (for a request, once per request, like Django's
     own permission cache) and handed to queries as a plain list: PostgreSQL
@@ -68,19 +68,12 @@ def steward_scope_ids(user) -> list[int]:
         return []
     cached = getattr(user, "_claimgraph_steward_scope_ids", None)
     if cached is None:
-        from guardian.shortcuts import get_objects_for_user
-
-        from memories.models import Scope
-
-        cached = list(
-            get_objects_for_user(
-                user,
-                STEWARD_PERMISSION,
-                klass=Scope,
-                accept_global_perms=False,
-                with_superuser=False,
-            ).values_list("pk", flat=True)
+        held = UserObjectPermission.objects.filter(_ON_SCOPES, user=user)
+        through_groups = GroupObjectPermission.objects.filter(_ON_SCOPES, group__user=user)
+        pks = held.values_list("object_pk", flat=True).union(
+            through_groups.values_list("object_pk", flat=True)
         )
+        cached = sorted(int(pk) for pk in pks)
         user._claimgraph_steward_scope_ids = cached
     return cached
 
@@ -97,12 +90,8 @@ def readable_scope_ids(user) -> list[int] | None:
         return None
     cached = getattr(user, "_claimgraph_readable_scope_ids", None)
     if cached is None:
-        from memories.models import Scope
-
-        members = Scope.members.through.objects.filter(user_id=user.pk)
-        cached = sorted(
-            set(members.values_list("scope_id", flat=True)) | set(steward_scope_ids(user))
-        )
+        members = user.member_scopes.values_list("pk", flat=True)
+        cached = sorted(set(members) | set(steward_scope_ids(user)))
         user._claimgraph_readable_scope_ids = cached
     return cached
 

@@ -25,7 +25,7 @@ def django_db_setup(django_db_setup, django_db_blocker) -> None:
     """Let the test runner's flush empty the append-only admission records.
 
     PostgreSQL refuses TRUNCATE on ``admissions_record`` unless the session
-    sets ``claimgraph.allow_truncate`` (admissions migration 0002). Django
+    sets ``claimgraph.allow_truncate`` (admissions/sql/append_only.sql). Django
     empties the database between transactional tests with one TRUNCATE over
     every table, so the *test* database, and only it, gets the setting as a
     database default. The connection is closed so the next one picks it up.

@@ -31,6 +31,7 @@ from django.urls import include, path
 
 from accounts.actions import issue_token
 from claimgraph_site import outages
+from memories import errors
 
 # Requests are served on another thread, so they must see committed data;
 # serialized_rollback keeps the vocabulary the data migrations seeded.
@@ -235,15 +236,15 @@ def database_refusing_connections() -> Iterator[None]:
 def assert_api_unavailable(answer: Answer) -> None:
     assert answer.status == 503, answer.body[:500]
     assert answer.headers["Content-Type"].startswith("application/json")
-    assert answer.json() == {"code": "unavailable", "message": outages.UNAVAILABLE_MESSAGE}
-    assert answer.headers["Retry-After"] == str(outages.RETRY_AFTER_SECONDS)
+    assert answer.json() == {"code": "unavailable", "message": errors.UNAVAILABLE_MESSAGE}
+    assert answer.headers["Retry-After"] == str(errors.RETRY_AFTER_SECONDS)
 
 
 def assert_console_unavailable(answer: Answer) -> None:
     assert answer.status == 503, answer.body[:500]
     assert answer.headers["Content-Type"].startswith("text/html")
     assert "cannot reach its database" in answer.text
-    assert answer.headers["Retry-After"] == str(outages.RETRY_AFTER_SECONDS)
+    assert answer.headers["Retry-After"] == str(errors.RETRY_AFTER_SECONDS)
 
 
 # --- the API ------------------------------------------------------------------------------

@@ -47,6 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg import pq
+from psycopg.conninfo import make_conninfo
+
+from claimgraph_site.lib.env import env_str
+
 DATABASE_NAME = "claimgraph"
 ENGINE = "claimgraph_site.lib.embedded_backend"
 SERVER_USER = "embedded_postgres"
@@ -97,8 +103,6 @@ class EmbeddedServer:
 
 def var_dir_from_environment() -> Path:
     """The var folder, by the rule of ``settings.VAR_DIR`` (for code that runs without Django)."""
-    from claimgraph_site.lib.env import env_str
-
     root = Path(__file__).resolve().parent.parent.parent
     return Path(env_str("CLAIMGRAPH_VAR_DIR", str(root / "var")))
 
@@ -114,8 +118,6 @@ def database_settings(var_dir: Path, name: str = DATABASE_NAME) -> dict[str, Any
     Django's PostgreSQL backend with one addition: it starts the server again
     when the server has gone away (``claimgraph_site.lib.embedded_backend``).
     """
-    import psycopg
-
     server = EmbeddedServer.at(var_dir)
     use(server)
     with psycopg.connect(**connection_parameters(server), autocommit=True) as connection:
@@ -204,9 +206,6 @@ def _release_at_exit(server: EmbeddedServer) -> None:
 
 def accepts_connections(server: EmbeddedServer) -> bool:
     """Whether the server answers (libpq's ping: refusing a session for lack of slots counts)."""
-    from psycopg import pq
-    from psycopg.conninfo import make_conninfo
-
     if not (server.socket_dir / f".s.PGSQL.{PORT}").exists():
         return False
     conninfo = make_conninfo(**connection_parameters(server), connect_timeout=5)

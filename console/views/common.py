@@ -29,7 +29,7 @@ from console.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedFor
 from memories import lookups
 from memories.core.normalize import value_key
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.merges import active_merges, merge_entities, undo_merge
+from memories.merges import merge_entities, undo_merge
 from memories.models import AuditEntry, Entity, EntityMerge, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.vocabulary import attach_vocabulary
@@ -428,7 +428,7 @@ def _entities_context(request: HttpRequest, merge_form: MergeForm | None = None)
     entities = entities.select_related("scope").order_by("scope__name", "key", "pk")
     stewarded = steward_scopes(request.user)
     merges = (
-        active_merges()
+        EntityMerge.objects.in_force()
         .filter(scope__in=Scope.objects.visible_to(request.user))
         .select_related("scope", "entity", "into", "actor")
         .order_by("-at", "-id")

@@ -13,6 +13,7 @@ from html import escape
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -40,7 +41,6 @@ from memories.core.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
 from memories.lookups import (
     FACT_ROW_COLUMNS,
-    FACT_ROW_WIDTH,
     Columns,
     batch,
     fact_from_row,
@@ -56,7 +56,6 @@ from memories.models import (
     Scope,
     SourceType,
 )
-from memories.roles import readable_scope_ids, steward_scope_ids
 from memories.vocabulary import attach_vocabulary, load_vocabulary
 
 SLOT_HISTORY_LIMIT = 60
@@ -214,59 +213,37 @@ def _members(conflict: Conflict, found: list[tuple]) -> list[ConflictMember]:
     return members
 
 
-def _slot_history_query(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
-    """The statement of the slot's facts the viewer may read, newest first, and its values.
+def _slot_history(request: HttpRequest, conflict: Conflict, members: list[ConflictMember]):
+    """The slot's facts the viewer may read (the newest ones), oldest first.
 
     The slot is the conflict's scope and subject, and its predicate or every
-    predicate of its exclusion group; only the members' buckets. The viewer
-    may read the conflict's scope (``visible_conflict``), so of
-    ``readable_by`` only the rule for ``user`` facts is left to apply: their
-    author's, or visible to a steward of the scope.
+    predicate of its exclusion group; only the members' buckets.
     """
-    readable = readable_scope_ids(request.user)
-    return _SLOT_HISTORY_SQL, {
-        "scope": conflict.scope_id,
-        "subject": conflict.subject_id,
-        "predicate": conflict.predicate_id,
-        "group": conflict.predicate.exclusion_group,
-        "buckets": sorted({member.fact.bucket for member in members}),
-        "user": request.user.pk,
-        "steward": readable is None or conflict.scope_id in steward_scope_ids(request.user),
-        "limit": SLOT_HISTORY_LIMIT,
-    }
-
-
-def _slot_history(found: list[tuple]) -> list[Fact]:
-    """The slot's history, oldest first, from the rows of ``_slot_history_query``."""
-    history = []
-    for row in reversed(found):
-        fact = fact_from_row(row)
-        fact.invalidated_by = _RULER.build(row, FACT_ROW_WIDTH)
-        history.append(fact)
-    return history
+    in_slot = Q(predicate_id=conflict.predicate_id)
+    if conflict.predicate.exclusion_group:
+        group = Predicate.objects.filter(exclusion_group=conflict.predicate.exclusion_group)
+        in_slot |= Q(predicate_id__in=group.values("pk"))
+    newest = (
+        Fact.objects.readable_by(request.user)
+        .filter(
+            in_slot,
+            scope_id=conflict.scope_id,
+            subject_id=conflict.subject_id,
+            bucket__in=sorted({member.fact.bucket for member in members}),
+        )
+        .select_related("scope", "subject", "object_ref", "author", "invalidated_by")
+        .order_by("-recorded_at", "-id")[:SLOT_HISTORY_LIMIT]
+    )
+    return list(reversed(newest))
 
 
 _MEMBER = Columns(ConflictMember, "m")
-_RULER = Columns(get_user_model(), "iu", ["id", "username"])
 _MEMBERS_SQL = f"""
 SELECT {_MEMBER.sql}, {FACT_ROW_COLUMNS}
   FROM {ConflictMember._meta.db_table} m
   JOIN {Fact._meta.db_table} f ON f.id = m.fact_id
  WHERE m.conflict_id = %(conflict)s
  ORDER BY f.recorded_at, f.id
-"""
-_SLOT_HISTORY_SQL = f"""
-SELECT {FACT_ROW_COLUMNS}, {_RULER.sql}
-  FROM {Fact._meta.db_table} f
-  LEFT JOIN {get_user_model()._meta.db_table} iu ON iu.id = f.invalidated_by_id
- WHERE f.scope_id = %(scope)s AND f.subject_id = %(subject)s
-   AND f.predicate_id IN (
-       SELECT p.id FROM {Predicate._meta.db_table} p
-        WHERE p.id = %(predicate)s OR (%(group)s <> '' AND p.exclusion_group = %(group)s))
-   AND f.bucket = ANY(%(buckets)s::text[])
-   AND (f.bucket = 'system' OR f.author_id = %(user)s OR %(steward)s)
- ORDER BY f.recorded_at DESC, f.id DESC
- LIMIT %(limit)s
 """
 
 
@@ -320,7 +297,7 @@ def _timeline(
 
 def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | None = None):
     now = timezone.now()
-    # Two round trips: the members with the earlier conflicts, then what
+    # The members with the earlier conflicts in one round trip, then what
     # depends on the members (their buckets, their facts' statuses).
     found_members, found_earlier = batch(
         (_MEMBERS_SQL, {"conflict": conflict.pk}),
@@ -336,13 +313,9 @@ def _conflict_context(request: HttpRequest, conflict: Conflict, forms: dict | No
     )
     members = _members(conflict, found_members)
     facts = [member.fact for member in members]
+    history = _slot_history(request, conflict, members)
     statuses_read = statuses_query(facts)
-    found = batch(
-        _slot_history_query(request, conflict, members),
-        *([statuses_read] if statuses_read else []),
-    )
-    history = _slot_history(found[0])
-    statuses = statuses_from_rows(facts, found[1]) if statuses_read else {}
+    statuses = statuses_from_rows(facts, batch(statuses_read)[0]) if statuses_read else {}
     attach_vocabulary([*facts, *history])
     disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
     # Each row's link from one walk of the URL resolver per kind, not one per row.

@@ -451,9 +451,7 @@ def subject(request: HttpRequest, entity_id: int) -> HttpResponse:
         "pending": pending,
         "now": now,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,
-        "merged_here": entity.merges_into.filter(
-            undoes__isnull=True, undone_by__isnull=True
-        ).select_related("entity"),
+        "merged_here": entity.merges_into.in_force().select_related("entity"),
         "facts_url": reverse("facts") + f"?scope={entity.scope.name}&subject={entity.name}",
     }
     return render(request, "console/subject.html", context)

@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import find_entity
-from memories.merges import active_merges, merge_entities, undo_merge
+from memories.merges import merge_entities, undo_merge
 from memories.models import AuditEntry, Entity, EntityMerge
 from tests.console.conftest import write
 
@@ -37,7 +37,7 @@ def test_undoing_a_merge_is_a_later_record_and_restores_the_lookup(steward, scop
     )
     undo = undo_merge(actor=steward, merge_id=merge.pk, reason="they differ after all")
     assert undo.undoes == merge
-    assert EntityMerge.objects.count() == 2 and not active_merges().exists()
+    assert EntityMerge.objects.count() == 2 and not EntityMerge.objects.in_force().exists()
     assert find_entity(scope, "Postgres") == postgres
     with pytest.raises(StateConflict):
         undo_merge(actor=steward, merge_id=merge.pk, reason="again")
@@ -77,13 +77,13 @@ def test_entities_page_merges_by_name_and_undoes(as_steward, as_member, spelling
     assert as_member.post(reverse("entity-merge"), post).status_code == 403
     response = as_steward.post(reverse("entity-merge"), post)
     assert response.status_code == 302
-    merge = active_merges().get()
+    merge = EntityMerge.objects.in_force().get()
     page = as_steward.get(reverse("entities")).content.decode()
     assert "Undo merge</button>" in page
     assert "Undo merge</button>" not in as_member.get(reverse("entities")).content.decode()
     url = reverse("entity-unmerge", args=[merge.pk])
     assert as_steward.post(url, {"reason": "different"}).status_code == 302
-    assert not active_merges().exists()
+    assert not EntityMerge.objects.in_force().exists()
 
 
 def test_entities_page_names_an_unknown_entity(as_steward, spellings):

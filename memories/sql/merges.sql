@@ -1,0 +1,31 @@
+-- When an entity merge is in force (SPEC §12): the one statement of the rule.
+--
+-- Merge records are only ever inserted (memories.merges). A record is in force
+-- while it is not itself an undo record and no later record undoes it. An
+-- entity with a merge in force answers as the entity it was merged into
+-- (into_id), so new writes naming either spelling land on one slot.
+--
+-- merge_entities refuses to merge an entity twice, so at most one record per
+-- entity is in force; the earliest by (at, id) is chosen all the same, so the
+-- answer never depends on the order the rows are read in.
+--
+-- Everyone asks here: claimgraph_open_slot (slots.sql) and the entity lookup
+-- (memories.lookups) for the write path, the import (memories.ingest), and
+-- the ORM through EntityMerge.objects.in_force() (memories.models), each as
+--     (SELECT m.into_id FROM claimgraph_merge_in_force(<entity id>) AS m)
+--
+-- A set-returning SQL function, read in a FROM clause, because PostgreSQL
+-- then inlines its query into the caller's: the write path pays nothing for
+-- the rule having a name. (A scalar function with a query inside is never
+-- inlined, and a PL/pgSQL one is a call on every row.)
+CREATE OR REPLACE FUNCTION claimgraph_merge_in_force(p_entity_id bigint)
+RETURNS TABLE (id bigint, into_id bigint)
+LANGUAGE sql STABLE ROWS 1 AS $$
+    SELECT m.id, m.into_id
+      FROM memories_entitymerge m
+     WHERE m.entity_id = p_entity_id
+       AND m.undoes_id IS NULL
+       AND NOT EXISTS (SELECT 1 FROM memories_entitymerge u WHERE u.undoes_id = m.id)
+     ORDER BY m.at, m.id
+     LIMIT 1
+$$;

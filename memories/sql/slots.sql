@@ -1,0 +1,104 @@
+-- The write path's slot functions: the slot's lock, its facts, and opening it.
+--
+-- A slot is (scope, subject, exclusion group or else predicate): the facts
+-- that can contradict each other. Its *name* (the group or the predicate) is
+-- decided in Python by the pure memories.core.decisions.Vocabulary.slot_name
+-- and passed in; from here on the slot's lock is computed only in this file.
+
+
+-- The id of a slot's transaction-scoped advisory lock. Every writer to a slot
+-- takes pg_advisory_xact_lock(claimgraph_slot_lock_id(...)): claimgraph_open_slot
+-- below and memories.slots (one slot, or many in lock-id order). IMMUTABLE and a
+-- bare expression, so PostgreSQL inlines it into each caller's statement.
+CREATE OR REPLACE FUNCTION claimgraph_slot_lock_id(
+    p_scope_id bigint, p_subject_id bigint, p_slot_name text
+) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended(
+        'claimgraph:slot:' || p_scope_id::text || ':' || p_subject_id::text || ':' || p_slot_name,
+        0)
+$$;
+
+
+-- Which standing facts can matter to an assertion (see memories.core.decisions.decide),
+-- the one statement of it. Narrower than the whole slot on purpose: a busy
+-- 'many' slot can hold hundreds of live values, and only a 'one' predicate or
+-- a low-trust writer (the revenant rule) needs to see the other values
+-- (p_all_values, decided by memories.actions._slot_read_arguments).
+CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
+    p_scope_id bigint, p_subject_id bigint, p_bucket text, p_author_id bigint,
+    p_predicate_id bigint, p_object_kind text, p_object_key text,
+    p_all_values boolean, p_group_ids bigint[]
+) RETURNS TABLE (
+    id uuid, predicate_id bigint, object_kind varchar, object_key text, epistemic varchar,
+    source_type_id bigint, confidence double precision, t_valid timestamptz,
+    t_invalid timestamptz, evidence jsonb
+) LANGUAGE sql STABLE AS $$
+    SELECT f.id, f.predicate_id, f.object_kind, f.object_key, f.epistemic, f.source_type_id,
+           f.confidence, f.t_valid, f.t_invalid, f.evidence
+      FROM memories_fact f
+     WHERE f.scope_id = p_scope_id AND f.subject_id = p_subject_id AND f.bucket = p_bucket
+       AND (p_author_id IS NULL OR f.author_id = p_author_id)
+       AND (
+             -- the incoming value, live or not: duplicates and buried values
+             (f.predicate_id = p_predicate_id
+              AND f.object_kind = p_object_kind AND f.object_key = p_object_key)
+             -- every live value: a 'one' predicate, or a low-trust writer
+          OR (p_all_values AND f.predicate_id = p_predicate_id AND f.t_invalid IS NULL)
+             -- the exclusion group's live facts with the incoming value
+          OR (f.predicate_id = ANY (p_group_ids)
+              AND f.object_kind = p_object_kind AND f.object_key = p_object_key
+              AND f.t_invalid IS NULL)
+       )
+     -- candidates and superseded facts are listed (and audited) by recorded time
+     ORDER BY f.recorded_at, f.id
+$$;
+
+
+-- Opening a slot in one round trip, for the common case of every assertion
+-- (memories.actions._open_slot): authorize the writer, find the subject by
+-- its key, take the slot's lock, then read the slot's facts that can matter.
+-- Inside a VOLATILE PL/pgSQL function each statement takes a fresh snapshot,
+-- so the read that follows the lock sees everything the previous holder of
+-- the lock committed, exactly as two separate statements would.
+CREATE OR REPLACE FUNCTION claimgraph_open_slot(
+    p_user_id bigint, p_scope_name text, p_subject_key text, p_slot_name text,
+    p_bucket text, p_author_id bigint, p_predicate_id bigint, p_object_kind text,
+    p_object_key text, p_all_values boolean, p_group_ids bigint[]
+) RETURNS TABLE (
+    scope_id bigint, scope_name varchar, scope_description text, scope_created_at timestamptz,
+    entity_id bigint, entity_scope_id bigint, entity_name varchar, entity_key varchar,
+    entity_type varchar, entity_aliases varchar[], entity_alias_keys varchar[],
+    entity_created_at timestamptz, merged_into bigint, standing jsonb
+) LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    -- Who may WRITE a scope, its common case: a member. Nothing comes back
+    -- for anyone else, and the caller then asks memories.lookups.writable_scope,
+    -- the whole rule (a member, or a steward of the scope who is not one).
+    -- This is not who may READ a fact: that is Fact.objects.readable_by.
+    SELECT s.id, s.name, s.description, s.created_at,
+           e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+           (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
+      INTO scope_id, scope_name, scope_description, scope_created_at,
+           entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
+           entity_alias_keys, entity_created_at, merged_into
+      FROM memories_scope s
+      JOIN memories_scope_members sm ON sm.scope_id = s.id AND sm.user_id = p_user_id
+      LEFT JOIN memories_entity e ON e.scope_id = s.id AND e.key = p_subject_key
+     WHERE s.name = p_scope_name;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    -- Lock and read only for a subject known by its own name: a merged one is
+    -- locked under the entity it was merged into, by the caller.
+    IF entity_id IS NOT NULL AND merged_into IS NULL THEN
+        PERFORM pg_advisory_xact_lock(claimgraph_slot_lock_id(scope_id, entity_id, p_slot_name));
+        IF p_object_key IS NOT NULL THEN
+            SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) INTO standing
+              FROM claimgraph_slot_facts(
+                   scope_id, entity_id, p_bucket, p_author_id, p_predicate_id,
+                   p_object_kind, p_object_key, p_all_values, p_group_ids) t;
+        END IF;
+    END IF;
+    RETURN NEXT;
+END
+$$;
