@@ -138,13 +138,17 @@ def adjudicate_slot(
     verdict is memoized under the set it was about; the recompute that
     follows takes the lock and uses it only if the slot's claim set is still
     that set, so a verdict that arrives late cannot overwrite a newer set of
-    claims: the slot is re-detected instead.
+    claims: the slot is re-detected instead. Values that no longer compete are
+    re-detected without asking.
     """
     adjudicator = adjudicator or configured_adjudicator()
     predicate = Predicate.objects.get(pk=predicate_id)
     spec = predicate_spec(predicate)
     claims = load_claims(scope_id, subject_id, predicate_id, now=now or timezone.now())
-    if claim_set_hash(claim.fact_id for claim in claims) != evaluated_hash:
+    unchanged = claim_set_hash(claim.fact_id for claim in claims) == evaluated_hash
+    # Values that no longer compete (the predicate became many-valued, say)
+    # need no verdict: re-detect without asking.
+    if not unchanged or not decide_slot(claims, spec, now=now or timezone.now()).competing:
         return recompute_slot(scope_id, subject_id, predicate_id, now=now, adjudicator=adjudicator)
     request = AdjudicationRequest(
         subject=Entity.objects.values_list("name", flat=True).get(pk=subject_id),

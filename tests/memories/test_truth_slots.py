@@ -321,3 +321,16 @@ def test_a_semantics_proposal_is_recorded_and_never_applied(two_tools):
         "proposed",
     )
     assert Predicate.objects.get(name="core/uses").cardinality == "one"
+
+
+def test_values_that_stopped_competing_are_re_detected_without_asking(two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+    Predicate.objects.filter(name="core/uses").update(cardinality="many")
+    fake = FakeAdjudicator(verdict("coexist"))
+    result = adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    assert fake.requests == []
+    assert result.slot.decided_by == "detection"
