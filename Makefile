@@ -66,7 +66,7 @@ stop:
 	@if [ -x $(PY) ]; then $(PY) -m claimgraph_site.lib.embedded_db stop; fi
 
 worker: migrate
-	$(PY) manage.py db_worker
+	$(PY) manage.py worker
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

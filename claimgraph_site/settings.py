@@ -246,3 +246,34 @@ CLAIMGRAPH_CONFIDENCE_FLOOR = env_float("CLAIMGRAPH_CONFIDENCE_FLOOR", 0.05, min
 CLAIMGRAPH_CHALLENGE_SHARE_PERCENT = env_int("CLAIMGRAPH_CHALLENGE_SHARE_PERCENT", 25)
 # Writes per minute per API token; 0 turns the limit off (SPEC §10).
 CLAIMGRAPH_API_WRITE_RATE = env_int("CLAIMGRAPH_API_WRITE_RATE", 600)
+
+# --- truth maintenance and background work (SPEC §7, §12) -------------------------
+# An OpenAI-compatible chat-completions endpoint for the adjudicator: its base
+# URL (".../v1"; "/chat/completions" is added unless given), model and key.
+# Unset: competing values are decided by the predicate's policy alone.
+CLAIMGRAPH_ADJUDICATOR_URL = env_str("CLAIMGRAPH_ADJUDICATOR_URL")
+CLAIMGRAPH_ADJUDICATOR_MODEL = env_str("CLAIMGRAPH_ADJUDICATOR_MODEL")
+CLAIMGRAPH_ADJUDICATOR_KEY = env_str("CLAIMGRAPH_ADJUDICATOR_KEY")
+if CLAIMGRAPH_ADJUDICATOR_URL:
+    if not CLAIMGRAPH_ADJUDICATOR_URL.startswith(("http://", "https://")):
+        raise ImproperlyConfigured("CLAIMGRAPH_ADJUDICATOR_URL must be an http(s) URL")
+    if not CLAIMGRAPH_ADJUDICATOR_MODEL:
+        raise ImproperlyConfigured(
+            "CLAIMGRAPH_ADJUDICATOR_MODEL must be set when CLAIMGRAPH_ADJUDICATOR_URL is"
+        )
+# Each attempt's time limit, and how many times a failed attempt is retried.
+CLAIMGRAPH_ADJUDICATOR_TIMEOUT_SECONDS = env_float(
+    "CLAIMGRAPH_ADJUDICATOR_TIMEOUT_SECONDS", 30.0, minimum=0.1, maximum=600
+)
+CLAIMGRAPH_ADJUDICATOR_RETRIES = env_int("CLAIMGRAPH_ADJUDICATOR_RETRIES", 2)
+# How often a worker says it is alive, and when silence means it is not.
+CLAIMGRAPH_HEARTBEAT_SECONDS = env_float(
+    "CLAIMGRAPH_HEARTBEAT_SECONDS", 15.0, minimum=0.1, maximum=3_600
+)
+CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = env_float(
+    "CLAIMGRAPH_HEARTBEAT_STALE_SECONDS", 60.0, minimum=1, maximum=86_400
+)
+# How often a worker enqueues the sweep that recomputes stale truth slots.
+CLAIMGRAPH_STALE_SWEEP_SECONDS = env_float(
+    "CLAIMGRAPH_STALE_SWEEP_SECONDS", 60.0, minimum=1, maximum=86_400
+)

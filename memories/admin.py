@@ -6,20 +6,32 @@ conflict resolution), so their admin pages are read-only: an edit here would
 bypass the rules every other write obeys.
 """
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django_tasks_db.admin import DBTaskResultAdmin
+from django_tasks_db.models import DBTaskResult
 from guardian.admin import GuardedModelAdmin
 
 from memories.models import (
+    Adjudication,
     Conflict,
     ConflictMember,
+    CrawlerRun,
     Entity,
     Fact,
     Outcome,
     Predicate,
+    PredicateProposal,
     Scope,
     SourceType,
+    TruthSlot,
+    WorkerHeartbeat,
 )
+from memories.tasks import mark_predicate_slots_stale, retry_failed
 from memories.vocabulary import forget_vocabulary
+
+# The predicate fields a truth slot's answer depends on (see
+# memories.core.truth.semantics_version): changing one makes its slots stale.
+SLOT_SEMANTICS = ("cardinality", "policy", "exclusion_group", "event_like")
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -77,6 +89,16 @@ class PredicateAdmin(VocabularyAdmin):
     list_filter = ["cardinality", "policy", "default_epistemic", "event_like"]
     search_fields = ["name", "exclusion_group"]
 
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        changed = [name for name in SLOT_SEMANTICS if name in form.changed_data]
+        if change and changed:
+            reason = "; ".join(
+                f"{name} changed from {form.initial.get(name)!r} to {getattr(obj, name)!r}"
+                for name in changed
+            )
+            mark_predicate_slots_stale(obj, reason)
+
 
 @admin.register(SourceType)
 class SourceTypeAdmin(VocabularyAdmin):
@@ -130,3 +152,55 @@ class ConflictAdmin(ReadOnlyAdmin):
 class OutcomeAdmin(ReadOnlyAdmin):
     list_display = ["outcome", "scope", "reported_by", "reported_at"]
     list_filter = ["scope", "outcome"]
+
+
+@admin.register(TruthSlot)
+class TruthSlotAdmin(ReadOnlyAdmin):
+    list_display = ["subject", "predicate", "scope", "decided_by", "stale", "computed_at"]
+    list_filter = ["scope", "decided_by", "stale", "predicate"]
+    list_select_related = ["subject", "predicate", "scope"]
+    search_fields = ["subject__name", "rationale"]
+
+
+@admin.register(Adjudication)
+class AdjudicationAdmin(ReadOnlyAdmin):
+    list_display = ["verdict", "confidence", "subject", "predicate", "model", "created_at"]
+    list_filter = ["verdict", "model", "scope"]
+    list_select_related = ["subject", "predicate"]
+
+
+@admin.register(PredicateProposal)
+class PredicateProposalAdmin(ReadOnlyAdmin):
+    list_display = ["predicate", "cardinality", "policy", "event_like", "model", "created_at"]
+    list_filter = ["predicate", "model"]
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    list_display = ["worker_id", "host", "pid", "started_at", "beat_at", "stopped_at"]
+
+
+@admin.register(CrawlerRun)
+class CrawlerRunAdmin(ReadOnlyAdmin):
+    list_display = ["started_at", "finished_at", "counts"]
+
+
+# django-tasks-db's own read-only page for task results, with one action more.
+admin.site.unregister(DBTaskResult)
+
+
+@admin.register(DBTaskResult)
+class TaskResultAdmin(DBTaskResultAdmin):
+    actions = ["retry"]
+
+    @admin.action(description="Retry the selected failed tasks", permissions=["view"])
+    def retry(self, request, queryset) -> None:
+        failed = list(queryset.failed().values_list("pk", flat=True))
+        for task_result_id in failed:
+            retry_failed(str(task_result_id))
+        skipped = queryset.count() - len(failed)
+        self.message_user(request, f"Enqueued {len(failed)} failed task(s) again.")
+        if skipped:
+            self.message_user(
+                request, f"Skipped {skipped} task(s) that had not failed.", messages.WARNING
+            )

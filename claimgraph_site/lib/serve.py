@@ -61,7 +61,10 @@ def services(options: argparse.Namespace) -> list[Command]:
     runserver = [sys.executable, str(ROOT / "manage.py"), "runserver", f"127.0.0.1:{options.port}"]
     if not options.reload:
         runserver.append("--noreload")
-    return [Command("web server", runserver)]
+    # The task worker beside the server, so the demo's background work happens
+    # (and stops with it: one supervisor, one stop).
+    worker = [sys.executable, str(ROOT / "manage.py"), "worker"]
+    return [Command("web server", runserver), Command("task worker", worker)]
 
 
 class Supervisor:

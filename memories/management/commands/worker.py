@@ -1,0 +1,90 @@
+"""``worker [--interval S] [--heartbeat-seconds S] [--queue-name Q] [--worker-id ID]``.
+
+The background worker (SPEC §7, §12): runs queued tasks and, beside them,
+records its heartbeat and enqueues the periodic jobs (``memories.worker``).
+Stops after the running task on SIGTERM or SIGINT.
+"""
+
+import logging
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.crypto import get_random_string
+
+from memories.worker import run_worker
+
+
+def positive_seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise ValueError(text)
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Run queued background tasks (truth maintenance, and later the crawler and judge), "
+        "record this worker's heartbeat and enqueue the periodic jobs. Stops on SIGTERM/SIGINT."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--interval",
+            type=positive_seconds,
+            default=1.0,
+            help="Seconds to wait for work when the queue is empty (default: 1).",
+        )
+        parser.add_argument(
+            "--heartbeat-seconds",
+            type=positive_seconds,
+            default=None,
+            help="Seconds between heartbeats (default: CLAIMGRAPH_HEARTBEAT_SECONDS).",
+        )
+        parser.add_argument(
+            "--queue-name",
+            default="default",
+            help="The queues to take tasks from, comma-separated (default: default).",
+        )
+        parser.add_argument(
+            "--worker-id",
+            default=None,
+            help="A name unique among the running workers (default: generated).",
+        )
+        parser.add_argument(
+            "--no-startup-delay",
+            action="store_false",
+            dest="startup_delay",
+            help="Start at once instead of after a random delay of up to a second.",
+        )
+
+    def handle(
+        self,
+        *args,
+        interval: float,
+        heartbeat_seconds: float | None,
+        queue_name: str,
+        worker_id: str | None,
+        startup_delay: bool,
+        verbosity: int,
+        **options,
+    ) -> None:
+        worker_id = worker_id or get_random_string(32)
+        if len(worker_id) > 64:
+            raise CommandError("--worker-id must be at most 64 characters")
+        if verbosity >= 1:
+            # What db_worker prints: each task as it starts and ends.
+            for name in ("django_tasks_db", "django.tasks"):
+                logger = logging.getLogger(name)
+                logger.setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
+                if not logger.handlers:
+                    logger.addHandler(logging.StreamHandler(self.stdout))
+                    logger.propagate = False
+        self.stdout.write(f"worker {worker_id} starting")
+        run_worker(
+            worker_id=worker_id,
+            heartbeat_seconds=heartbeat_seconds or settings.CLAIMGRAPH_HEARTBEAT_SECONDS,
+            interval=interval,
+            queue_names=[name.strip() for name in queue_name.split(",") if name.strip()],
+            startup_delay=startup_delay,
+        )
+        self.stdout.write(f"worker {worker_id} stopped")

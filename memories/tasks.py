@@ -1,0 +1,238 @@
+"""Background work: Django's tasks, run by ``manage.py worker`` on PostgreSQL (SPEC §7, §12).
+
+Tasks take ids, never rows, so what they act on is read when they run. Work
+caused by a change is enqueued when that change commits
+(``transaction.on_commit``): a task must never run against a write that was
+rolled back, nor before the write it follows is visible to it. An enqueue
+whose identical task is still waiting in the queue is dropped, since the
+waiting one will read the same rows.
+
+The periodic work a worker's scheduler enqueues is listed in
+:data:`PERIODIC_JOBS`.
+"""
+
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from memories import truth
+from memories.models import Predicate, WorkerHeartbeat
+
+logger = logging.getLogger(__name__)
+
+# How many stale slots one sweep recomputes before it hands the rest to a
+# sweep of its own, so a vocabulary change over a large store never becomes
+# one task that runs for an hour.
+SWEEP_BATCH = 500
+
+
+# --- truth maintenance ------------------------------------------------------------
+
+
+@task
+def recompute_slot_task(scope_id: int, subject_id: int, predicate_id: int) -> dict[str, Any]:
+    """Recompute one truth slot; enqueue its adjudication when a model should be asked."""
+    return _summary(_recompute(scope_id, subject_id, predicate_id))
+
+
+@task
+def adjudicate_slot_task(
+    scope_id: int, subject_id: int, predicate_id: int, claim_set_hash: str
+) -> dict[str, Any]:
+    """Ask the adjudicator about one claim set; commit only if the slot still holds it."""
+    result = truth.adjudicate_slot(scope_id, subject_id, predicate_id, claim_set_hash)
+    _follow_up(result)
+    return _summary(result)
+
+
+@task
+def sweep_stale_slots_task(predicate_id: int | None = None) -> dict[str, int]:
+    """Recompute stale truth slots (of one predicate, or all), a batch at a time."""
+    marked = truth.mark_outdated_slots() if predicate_id is None else 0
+    slots = truth.stale_slots(limit=SWEEP_BATCH, predicate_id=predicate_id)
+    failed = []
+    for slot in slots:
+        # One slot that cannot be recomputed must not hold up the others;
+        # it stays stale, and the sweep fails visibly once the rest are done.
+        try:
+            _recompute(*slot)
+        except Exception:
+            logger.exception("recomputing truth slot %s failed", slot)
+            failed.append(slot)
+    if len(slots) == SWEEP_BATCH:
+        enqueue_once(sweep_stale_slots_task, predicate_id=predicate_id)
+    if failed:
+        raise SweepFailed(f"{len(failed)} of {len(slots)} stale slots failed: {failed[:10]}")
+    return {"marked_outdated": marked, "recomputed": len(slots)}
+
+
+class SweepFailed(Exception):
+    """Some stale slots could not be recomputed (each is logged with its error)."""
+
+
+def _recompute(scope_id: int, subject_id: int, predicate_id: int) -> truth.Recomputation:
+    result = truth.recompute_slot(scope_id, subject_id, predicate_id)
+    _follow_up(result)
+    return result
+
+
+def _follow_up(result: truth.Recomputation) -> None:
+    # Several values compete and a model could weigh them: ask it from a task
+    # of its own, never inside this recompute (SPEC §7).
+    if result.wants_adjudication:
+        slot = result.slot
+        enqueue_on_commit(
+            adjudicate_slot_task,
+            scope_id=slot.scope_id,
+            subject_id=slot.subject_id,
+            predicate_id=slot.predicate_id,
+            claim_set_hash=slot.claim_set_hash,
+        )
+
+
+def _summary(result: truth.Recomputation) -> dict[str, Any]:
+    return {
+        "decided_by": result.outcome.decided_by,
+        "claim_set_hash": result.outcome.claim_set_hash,
+        "adjudication_enqueued": result.wants_adjudication,
+    }
+
+
+def enqueue_slot_recompute(scope_id: int, subject_id: int, predicate_id: int) -> None:
+    """Recompute the slot once the current transaction commits (for writes that touch it)."""
+    enqueue_on_commit(
+        recompute_slot_task, scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
+    )
+
+
+def mark_predicate_slots_stale(predicate: Predicate, reason: str) -> int:
+    """Mark the predicate's truth slots stale and recompute them after commit; how many."""
+    marked = truth.mark_slots_stale(predicate.pk, reason)
+    if marked:
+        enqueue_on_commit(sweep_stale_slots_task, predicate_id=predicate.pk)
+    return marked
+
+
+# --- liveness -------------------------------------------------------------------------
+
+
+@task(takes_context=True)
+def heartbeat(context: TaskContext) -> str:
+    """Record a heartbeat for the worker that runs this task: proof that it takes work."""
+    worker_id = context.task_result.worker_ids[-1]
+    record_heartbeat(worker_id, now=timezone.now())
+    return worker_id
+
+
+def record_heartbeat(
+    worker_id: str, *, now: datetime, started_at: datetime | None = None
+) -> WorkerHeartbeat:
+    """Say that ``worker_id`` (this process) is alive at ``now``."""
+    beat, _ = WorkerHeartbeat.objects.update_or_create(
+        worker_id=worker_id,
+        defaults={
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "beat_at": now,
+            "stopped_at": None,
+        },
+        create_defaults={
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "beat_at": now,
+            "started_at": started_at or now,
+        },
+    )
+    return beat
+
+
+def record_worker_stopped(worker_id: str, *, now: datetime) -> None:
+    """Say that ``worker_id`` stopped cleanly: it is gone, not late."""
+    WorkerHeartbeat.objects.filter(worker_id=worker_id).update(beat_at=now, stopped_at=now)
+
+
+# --- periodic work --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    """A task every worker's scheduler enqueues every ``every()`` seconds.
+
+    ``every`` is read at each tick, so a setting changed in a test (or a
+    reload) takes effect without restarting the scheduler. A job whose task is
+    still queued or running is not enqueued again, so several workers, or a
+    slow run, never pile up copies.
+    """
+
+    name: str
+    task: Task
+    every: Callable[[], float]
+
+
+PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
+    # The safety net of vocabulary changes: slots marked stale, or computed
+    # under semantics their predicate no longer has, are recomputed.
+    PeriodicJob(
+        "recompute stale truth slots",
+        sweep_stale_slots_task,
+        lambda: settings.CLAIMGRAPH_STALE_SWEEP_SECONDS,
+    ),
+    # TODO(issue 11, second half): the maintenance crawler's periodic pass.
+)
+
+
+def enqueue_periodic(job: PeriodicJob) -> TaskResult | None:
+    """Enqueue ``job``'s task unless a run of it is already queued or running."""
+    busy = DBTaskResult.objects.filter(
+        task_path=job.task.module_path,
+        status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING],
+    )
+    if busy.exists():
+        return None
+    return job.task.enqueue()
+
+
+# --- enqueueing and retrying ----------------------------------------------------------
+
+
+def enqueue_on_commit(task_: Task, **kwargs: Any) -> None:
+    """Enqueue ``task_(**kwargs)`` when the current transaction commits (at once outside one)."""
+    transaction.on_commit(lambda: enqueue_once(task_, **kwargs))
+
+
+def enqueue_once(task_: Task, **kwargs: Any) -> TaskResult | None:
+    """Enqueue ``task_(**kwargs)`` unless the same call is already waiting in the queue.
+
+    Only a *waiting* duplicate counts: one already running may have read
+    the rows before the change that asks for this run.
+    """
+    waiting = DBTaskResult.objects.filter(
+        status=TaskResultStatus.READY,
+        task_path=task_.module_path,
+        args_kwargs={"args": [], "kwargs": kwargs},
+    )
+    if waiting.exists():
+        return None
+    return task_.enqueue(**kwargs)
+
+
+def retry_failed(task_result_id: str) -> TaskResult:
+    """Enqueue again, with the same arguments, the failed task ``task_result_id``.
+
+    The failed result stays as it was, so the failure remains visible in the
+    history; the retry is a new task. Raises ``DBTaskResult.DoesNotExist``
+    when there is no failed task of that id.
+    """
+    failed = DBTaskResult.objects.failed().get(pk=task_result_id)
+    arguments = failed.args_kwargs
+    return failed.task.enqueue(*arguments["args"], **arguments["kwargs"])

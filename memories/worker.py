@@ -1,0 +1,144 @@
+"""The task worker process: django-tasks-db's worker loop beside a small scheduler.
+
+``run_worker`` runs django-tasks-db's ``Worker`` loop in the main thread (it
+claims each ready task with ``SELECT … FOR UPDATE SKIP LOCKED``, so any
+number of workers on any number of machines share one queue) and a
+:class:`Scheduler` in a second thread, which
+
+- records this worker's heartbeat every ``CLAIMGRAPH_HEARTBEAT_SECONDS``,
+  from its own thread so that a long task does not make a live worker look
+  dead (the queue's age, in ``memories.health``, says when work waits);
+- enqueues the periodic jobs of ``memories.tasks.PERIODIC_JOBS`` when due.
+
+SIGTERM and SIGINT stop both: the scheduler at once, the worker loop after
+the task it is running (a second signal ends that task too). A clean stop
+records that the worker stopped, so health reports it gone at once instead
+of waiting for its heartbeat to go stale.
+"""
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+from django_tasks_db.management.commands.db_worker import Worker
+
+from memories.tasks import (
+    PERIODIC_JOBS,
+    PeriodicJob,
+    enqueue_periodic,
+    record_heartbeat,
+    record_worker_stopped,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Heartbeats and periodic jobs for one worker, on a monotonic clock.
+
+    ``tick`` does what is due at the monotonic time it is given and is
+    what tests drive; ``run`` calls it until ``stop``. A failure (the
+    database away for a moment) is logged and retried at the next tick
+    rather than ending the thread: a scheduler that died silently would
+    leave a worker that looks dead while it works.
+    """
+
+    def __init__(
+        self,
+        *,
+        worker_id: str,
+        heartbeat_seconds: float,
+        jobs: Sequence[PeriodicJob] = PERIODIC_JOBS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.worker_id = worker_id
+        self.heartbeat_seconds = heartbeat_seconds
+        self.jobs = tuple(jobs)
+        self.clock = clock
+        self.started_at = timezone.now()
+        self._next_beat = 0.0
+        # Every job is due at start: a fresh worker does not wait a whole
+        # period before its first sweep.
+        self._next_run = {job.name: 0.0 for job in self.jobs}
+        self._stopping = threading.Event()
+
+    def tick(self, at: float) -> None:
+        if at >= self._next_beat:
+            record_heartbeat(self.worker_id, now=timezone.now(), started_at=self.started_at)
+            self._next_beat = at + self.heartbeat_seconds
+        for job in self.jobs:
+            if at >= self._next_run[job.name]:
+                enqueue_periodic(job)
+                self._next_run[job.name] = at + job.every()
+
+    def run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                close_old_connections()
+                try:
+                    self.tick(self.clock())
+                except Exception:
+                    logger.exception("the worker's scheduler failed; retrying")
+                self._stopping.wait(self._wait())
+            record_worker_stopped(self.worker_id, now=timezone.now())
+        except Exception:
+            logger.exception("could not record that worker %s stopped", self.worker_id)
+        finally:
+            # This thread's own connection: nobody else will close it.
+            connection.close()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _wait(self) -> float:
+        upcoming = [self._next_beat, *self._next_run.values()]
+        return max(0.05, min(upcoming) - self.clock())
+
+
+def run_worker(
+    *,
+    worker_id: str,
+    heartbeat_seconds: float,
+    interval: float = 1.0,
+    queue_names: Sequence[str] = ("default",),
+    startup_delay: bool = True,
+) -> None:
+    """Run the task worker and its scheduler until SIGTERM or SIGINT."""
+    worker = Worker(
+        queue_names=list(queue_names),
+        interval=interval,
+        batch=False,
+        backend_name="default",
+        startup_delay=startup_delay,
+        max_tasks=None,
+        worker_id=worker_id,
+        excluded_queue_names=[],
+    )
+    scheduler = Scheduler(worker_id=worker_id, heartbeat_seconds=heartbeat_seconds)
+    thread = threading.Thread(target=scheduler.run, name="claimgraph-scheduler", daemon=True)
+
+    def shutdown(signum: int, frame: FrameType | None) -> None:
+        scheduler.stop()
+        # The worker's own handler: stop after the current task, or exit at
+        # once when idle (by raising SystemExit here, in the main thread).
+        worker.shutdown(signum, frame)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, shutdown)
+    thread.start()
+    try:
+        worker.run()
+    except SystemExit as stop:
+        # The worker's handler exits at once when a signal finds it idle;
+        # for this function that is the ordinary end. A forced stop (a
+        # second signal during a task) exits 1 and stays an exit.
+        if stop.code not in (0, None):
+            raise
+    finally:
+        scheduler.stop()
+        thread.join(timeout=10)

@@ -1,0 +1,336 @@
+"""Truth slots against the real database: recompute, staleness, adjudication's commit rule."""
+
+from dataclasses import dataclass, field
+
+import pytest
+from django.urls import reverse
+
+from memories.actions import assert_fact
+from memories.adjudicator import AdjudicationRequest, Answer
+from memories.core.verdicts import SemanticsProposal, Verdict
+from memories.models import Adjudication, Fact, Predicate, PredicateProposal, TruthSlot
+from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
+from memories.truth import adjudicate_slot, recompute_slot
+from memories.vocabulary import forget_vocabulary
+from tests.conftest import at, make_user
+from tests.taskqueue import run_queued_tasks, task_statuses
+
+pytestmark = pytest.mark.django_db
+
+NOW = at("2026-06-01T12:00:00")
+
+
+def write(actor, subject, predicate, obj, source="code", *, t_valid, **extra):
+    return assert_fact(
+        actor=actor,
+        data={
+            "scope": "project",
+            "subject": subject,
+            "predicate": predicate,
+            "object": obj,
+            "source_type": source,
+            "t_valid": t_valid,
+            **extra,
+        },
+        now=NOW,
+    ).fact
+
+
+def recompute(fact, **extra):
+    return recompute_slot(fact.scope_id, fact.subject_id, fact.predicate_id, now=NOW, **extra)
+
+
+def make_one_valued(name: str, policy: str = "parallel") -> None:
+    """A vocabulary change made outside the admin (no stale marking)."""
+    Predicate.objects.filter(name=name).update(cardinality="one", policy=policy)
+    forget_vocabulary()
+
+
+@dataclass
+class FakeAdjudicator:
+    """An adjudicator that answers from a script and counts how often it is asked."""
+
+    answer: object
+    model: str = "fake-model"
+    consults_model: bool = True
+    requests: list[AdjudicationRequest] = field(default_factory=list)
+    during: object = None
+
+    def adjudicate(self, request: AdjudicationRequest) -> Answer:
+        self.requests.append(request)
+        if self.during is not None:
+            self.during()
+        answer = self.answer(request) if callable(self.answer) else self.answer
+        return answer
+
+
+def verdict(kind, *, winner=None, confidence=0.9, proposal=None):
+    def answer(request: AdjudicationRequest) -> Answer:
+        chosen = Verdict(
+            kind, confidence, "scripted", request.claim_set_hash, winner=winner, model="fake-model"
+        )
+        return Answer(chosen, raw_response='{"scripted": true}', proposal=proposal)
+
+    return answer
+
+
+@pytest.fixture
+def two_tools(member):
+    """api uses Flask (older) and FastAPI (newer): two values of a many-valued predicate."""
+    older = write(member, "api", "core/uses", "Flask", t_valid="2026-01-01T00:00:00")
+    newer = write(member, "api", "core/uses", "FastAPI", t_valid="2026-03-01T00:00:00")
+    return older, newer
+
+
+def test_one_value_is_current_and_decided_by_detection(member):
+    fact = write(member, "AuthService", "core/has-version", "2.0.0", t_valid="2026-01-01T00:00")
+    result = recompute(fact)
+    slot = TruthSlot.objects.get()
+    assert slot == result.slot
+    assert slot.decided_by == "detection"
+    assert [(v["object"], v["status"], v["fact_ids"]) for v in slot.values] == [
+        ("2.0.0", "current", [str(fact.pk)])
+    ]
+    assert slot.rationale == "one value, held by 1 claim"
+    assert (slot.stale, slot.conflict, slot.proposals) == (False, None, {})
+
+
+def test_a_disputed_value_is_not_current_and_its_conflict_is_linked(member):
+    code = write(member, "AuthService", "core/has-version", "2.0.0", t_valid="2026-01-01T00:00")
+    note = write(
+        member, "AuthService", "core/has-version", "3.0.0", "agent-note", t_valid="2026-02-01T00:00"
+    )
+    slot = recompute(code).slot
+    assert [(v["object"], v["status"]) for v in slot.values] == [
+        ("2.0.0", "current"),
+        ("3.0.0", "disputed"),
+    ]
+    assert slot.conflict is not None
+    assert set(slot.conflict.facts.values_list("pk", flat=True)) == {code.pk, note.pk}
+
+
+def test_user_bucket_facts_are_never_part_of_the_shared_answer(member):
+    shared = write(member, "api", "core/uses", "Flask", t_valid="2026-01-01T00:00")
+    write(member, "api", "core/uses", "Django", t_valid="2026-01-01T00:00", bucket="user")
+    slot = recompute(shared).slot
+    assert [v["object"] for v in slot.values] == ["Flask"]
+
+
+def test_values_of_a_many_valued_predicate_coexist(two_tools):
+    slot = recompute(two_tools[0]).slot
+    assert slot.decided_by == "detection"
+    assert {v["object"]: v["status"] for v in slot.values} == {
+        "Flask": "current",
+        "FastAPI": "current",
+    }
+
+
+@pytest.fixture
+def admin_client(client):
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    return client
+
+
+def change_in_admin(admin_client, predicate: Predicate, **changes) -> None:
+    fields = {
+        "name": predicate.name,
+        "cardinality": predicate.cardinality,
+        "exclusion_group": predicate.exclusion_group,
+        "default_epistemic": predicate.default_epistemic,
+        "policy": predicate.policy,
+        "description": predicate.description,
+        **changes,
+    }
+    if fields.pop("event_like", predicate.event_like):
+        fields["event_like"] = "on"
+    url = reverse("admin:memories_predicate_change", args=[predicate.pk])
+    response = admin_client.post(url, fields)
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+def test_a_slot_goes_stale_after_a_cardinality_change_and_is_recomputed(
+    admin_client, two_tools, django_capture_on_commit_callbacks
+):
+    older, newer = two_tools
+    recompute(older)
+    uses = Predicate.objects.get(name="core/uses")
+    before = TruthSlot.objects.get().vocabulary_version
+
+    with django_capture_on_commit_callbacks(execute=True):
+        change_in_admin(admin_client, uses, cardinality="one")
+    slot = TruthSlot.objects.get()
+    assert slot.stale
+    assert slot.stale_reason == "cardinality changed from 'many' to 'one'"
+    assert task_statuses() == [("sweep_stale_slots_task", "READY")]
+
+    run_queued_tasks()
+    slot.refresh_from_db()
+    assert not slot.stale
+    assert slot.vocabulary_version != before
+    assert slot.decided_by == "policy"
+    assert slot.rationale.startswith("predicate policy parallel: 2 competing values kept")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        change_in_admin(admin_client, Predicate.objects.get(pk=uses.pk), policy="supersede")
+    run_queued_tasks()
+    slot.refresh_from_db()
+    assert [(v["object"], v["status"]) for v in slot.values] == [
+        ("FastAPI", "current"),
+        ("Flask", "superseded"),
+    ]
+    assert slot.proposals["supersessions"] == [
+        {"fact_id": str(older.pk), "superseded_by": str(newer.pk), "at": newer.t_valid.isoformat()}
+    ]
+    # A proposal only: truth maintenance itself closes no interval.
+    assert Fact.objects.get(pk=older.pk).is_live
+
+
+def test_an_edit_that_leaves_the_semantics_alone_marks_nothing_stale(
+    admin_client, two_tools, django_capture_on_commit_callbacks
+):
+    recompute(two_tools[0])
+    uses = Predicate.objects.get(name="core/uses")
+    with django_capture_on_commit_callbacks(execute=True):
+        change_in_admin(admin_client, uses, description="what a component is built with")
+    assert not TruthSlot.objects.get().stale
+    assert task_statuses() == []
+
+
+def test_the_sweep_catches_semantics_changed_outside_the_admin(two_tools):
+    recompute(two_tools[0])
+    make_one_valued("core/uses")
+    sweep_stale_slots_task.enqueue()
+    run_queued_tasks()
+    assert TruthSlot.objects.get().decided_by == "policy"
+
+
+def test_enqueue_slot_recompute_waits_for_the_commit_and_is_not_duplicated(
+    two_tools, django_capture_on_commit_callbacks
+):
+    older = two_tools[0]
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        enqueue_slot_recompute(older.scope_id, older.subject_id, older.predicate_id)
+        enqueue_slot_recompute(older.scope_id, older.subject_id, older.predicate_id)
+    assert task_statuses() == []
+    for callback in callbacks:
+        callback()
+    assert task_statuses() == [("recompute_slot_task", "READY")]
+    run_queued_tasks()
+    assert task_statuses() == [("recompute_slot_task", "SUCCESSFUL")]
+    assert TruthSlot.objects.get().decided_by == "detection"
+
+
+def test_competing_values_enqueue_adjudication_instead_of_asking_the_model(two_tools):
+    make_one_valued("core/uses")
+    fake = FakeAdjudicator(verdict("coexist"))
+    result = recompute(two_tools[0], adjudicator=fake)
+    assert result.wants_adjudication
+    assert fake.requests == []
+    assert result.slot.decided_by == "policy"
+
+
+def test_a_verdict_on_an_unchanged_claim_set_is_committed_and_never_asked_again(two_tools):
+    older, newer = two_tools
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+    fake = FakeAdjudicator(verdict("single_winner", winner=str(older.pk)))
+
+    result = adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    slot = result.slot
+    assert slot.decided_by == "adjudicator"
+    assert slot.rationale.startswith("adjudicator verdict single_winner at 0.90: scripted")
+    assert [(v["object"], v["status"]) for v in slot.values] == [
+        ("Flask", "current"),
+        ("FastAPI", "superseded"),
+    ]
+    assert not result.wants_adjudication
+    memo = Adjudication.objects.get()
+    assert (memo.claim_set_hash, memo.verdict, memo.winner_id) == (
+        evaluated,
+        "single_winner",
+        older.pk,
+    )
+
+    adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    recompute(older, adjudicator=fake)
+    assert len(fake.requests) == 1
+    assert Fact.objects.get(pk=newer.pk).is_live
+
+
+def test_a_claim_set_that_changes_during_adjudication_is_not_committed(member, two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+
+    def another_write_lands():
+        write(member, "api", "core/uses", "Starlette", t_valid="2026-04-01T00:00:00")
+
+    fake = FakeAdjudicator(
+        verdict("single_winner", winner=str(older.pk)), during=another_write_lands
+    )
+    result = adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    slot = result.slot
+    assert slot.claim_set_hash != evaluated
+    assert slot.decided_by == "policy"
+    assert {v["object"] for v in slot.values if v["status"] == "current"} == {
+        "Flask",
+        "FastAPI",
+        "Starlette",
+    }
+    # Re-detected: the new set is the one to ask about now.
+    assert result.wants_adjudication
+    # The verdict stays true of the set it was about, and is kept for it.
+    assert Adjudication.objects.get().claim_set_hash == evaluated
+
+
+def test_no_usable_verdict_leaves_the_policy_deciding_and_says_why(two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+    fake = FakeAdjudicator(Answer(None, problem="no usable verdict: the answer is not JSON"))
+    result = adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    assert result.slot.decided_by == "policy"
+    assert result.slot.rationale.endswith(
+        "(the adjudicator gave no verdict: no usable verdict: the answer is not JSON)"
+    )
+    assert not result.wants_adjudication
+    assert not Adjudication.objects.exists()
+
+
+def test_a_semantics_proposal_is_recorded_and_never_applied(two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+    proposal = SemanticsProposal(cardinality="many", rationale="a service uses many libraries")
+    fake = FakeAdjudicator(verdict("coexist", proposal=proposal))
+    adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    recorded = PredicateProposal.objects.get()
+    assert (recorded.predicate.name, recorded.cardinality, recorded.status) == (
+        "core/uses",
+        "many",
+        "proposed",
+    )
+    assert Predicate.objects.get(name="core/uses").cardinality == "one"
+
+
+def test_values_that_stopped_competing_are_re_detected_without_asking(two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses")
+    evaluated = recompute(older).slot.claim_set_hash
+    Predicate.objects.filter(name="core/uses").update(cardinality="many")
+    fake = FakeAdjudicator(verdict("coexist"))
+    result = adjudicate_slot(
+        older.scope_id, older.subject_id, older.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+    assert fake.requests == []
+    assert result.slot.decided_by == "detection"
