@@ -22,6 +22,7 @@ from ninja.security import HttpBearer
 from accounts.models import ApiToken
 from accounts.tokens import RateLimited, token_for_secret
 from api import admissions as admissions_api
+from api import agents as agents_api
 from api import memory as memories_api
 from api.schemas import AnswerEncoder, EvidenceItem
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
@@ -178,6 +179,7 @@ def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
 
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)
+api.add_router("", agents_api.router)
 
 # Mounted last, so it only sees what no operation above matched.
 fallback = Router()
