@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "admissions",
     "accounts",
     "console",
+    "api",
 ]
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and
