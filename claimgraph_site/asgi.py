@@ -11,6 +11,8 @@ from contextlib import asynccontextmanager
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimgraph_site.settings")
+# Database connections from a pool per process: see the settings.
+os.environ.setdefault("CLAIMGRAPH_DATABASE_POOL", "1")
 django_application = get_asgi_application()
 
 from asgiref.sync import sync_to_async  # noqa: E402
@@ -19,6 +21,7 @@ from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.responses import RedirectResponse  # noqa: E402
 from starlette.routing import Mount, Route  # noqa: E402
+from starlette.types import ASGIApp  # noqa: E402
 
 from api.mcp.http import mcp_http_app  # noqa: E402
 
@@ -29,7 +32,7 @@ async def _to_mcp(request: Request) -> RedirectResponse:
     return RedirectResponse("/mcp/" + (f"?{query}" if query else ""), status_code=308)
 
 
-def build_application() -> Starlette:
+def build_application(django_app: ASGIApp = django_application) -> Starlette:
     """A new site application (each runs its own MCP session manager, once)."""
     mcp = mcp_http_app()
 
@@ -44,7 +47,7 @@ def build_application() -> Starlette:
         routes=[
             Route("/mcp", _to_mcp, methods=["GET", "POST", "DELETE"]),
             Mount("/mcp", app=mcp.app),
-            Mount("/", app=django_application),
+            Mount("/", app=django_app),
         ],
         lifespan=lifespan,
     )

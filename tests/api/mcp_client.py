@@ -29,14 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def live_site() -> Iterator[str]:
+def live_site(application: Any = None) -> Iterator[str]:
     """The whole site (Django and MCP) under uvicorn on a free port; yields its base URL."""
     from claimgraph_site.asgi import build_application
 
+    application = application or build_application()
     listening = socket.socket()
     listening.bind(("127.0.0.1", 0))
     port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_application(), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
