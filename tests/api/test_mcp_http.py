@@ -324,3 +324,15 @@ def test_django_still_answers_beside_mcp_with_its_own_middleware(site):
     assert httpx2.get(f"{site}/signin/", headers={"Host": "evil.example"}).status_code == 400
     api = httpx2.get(f"{site}/api/v1/truth?scope=project")
     assert (api.status_code, api.json()["code"]) == (401, "unauthenticated")
+
+
+def test_outside_debug_mcp_asks_for_https_as_django_does(mcp_url, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SECURE_HSTS_SECONDS = 3600
+    plain = httpx2.post(f"{mcp_url}?x=1", json={})
+    assert plain.status_code == 308
+    assert plain.headers["location"] == mcp_url.replace("http://", "https://") + "?x=1"
+    proxied = httpx2.post(mcp_url, json={}, headers={"X-Forwarded-Proto": "https"})
+    assert proxied.status_code == 401
+    assert proxied.headers["strict-transport-security"].startswith("max-age=3600")
