@@ -132,6 +132,11 @@ def post_admission(request: HttpRequest, fact_id: str, payload: VerdictIn):
 @router.post("/facts/{fact_id}/challenges", response={201: RecordOut, **WRITE_ERRORS})
 def post_challenge(request: HttpRequest, fact_id: str, payload: ChallengeIn):
     """Anyone's challenge of an admitted fact; with evidence it suspends the fact (SPEC §6)."""
+    return Status(201, challenge_answer(caller(request), fact_id, payload))
+
+
+def challenge_answer(actor, fact_id: str, payload: ChallengeIn) -> dict[str, Any]:
+    """File the challenge ``payload`` against a fact as ``actor``; the new record's body."""
     evidence = (
         None
         if payload.evidence is None
@@ -140,10 +145,8 @@ def post_challenge(request: HttpRequest, fact_id: str, payload: ChallengeIn):
             for item in payload.evidence
         ]
     )
-    record = file_challenge(
-        actor=caller(request), fact_id=fact_id, ground=payload.ground, evidence=evidence
-    )
-    return Status(201, present_record(record))
+    record = file_challenge(actor=actor, fact_id=fact_id, ground=payload.ground, evidence=evidence)
+    return present_record(record)
 
 
 @router.post("/challenges/{challenge_id}/refutations", response={201: RecordOut, **WRITE_ERRORS})

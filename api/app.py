@@ -37,6 +37,7 @@ from ninja.security import HttpBearer
 from accounts.models import ApiToken
 from accounts.tokens import RateLimited, token_for_secret
 from api import admissions as admissions_api
+from api import agents as agents_api
 from api import memory as memories_api
 from api.schemas import AnswerEncoder, EvidenceItem
 from memories.errors import (
@@ -354,6 +355,7 @@ for _outage in OUTAGE_ERRORS:
 
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)
+api.add_router("", agents_api.router)
 
 
 class _AnyPath:

@@ -52,6 +52,7 @@ from api.schemas import (
 )
 from memories.actions import (
     AssertResult,
+    InvalidateResult,
     assert_fact,
     invalidate_fact,
     record_outcome,
@@ -61,7 +62,7 @@ from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
 from memories.lookups import readable_fact
-from memories.models import Bucket, Conflict, ConflictMember, Fact, Scope
+from memories.models import Bucket, Conflict, ConflictMember, Fact, Outcome, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 
 router = Router(tags=["memories"])
@@ -290,6 +291,10 @@ def get_fact(request: HttpRequest, fact_id: str, query: Query[AtQuery]):
 def post_invalidation(request: HttpRequest, fact_id: str, payload: InvalidateIn):
     """Close a fact's valid interval (its author or a steward); 409 when already invalid."""
     result = invalidate_fact(actor=caller(request), fact_id=fact_id, reason=payload.reason)
+    return present_invalidation(result)
+
+
+def present_invalidation(result: InvalidateResult) -> dict[str, Any]:
     return {"status": "invalidated", "fact_id": result.fact.pk, "at": result.at}
 
 
@@ -312,7 +317,11 @@ def get_truth(request: HttpRequest, query: Query[TruthQuery]):
     while writes go on.
     """
     TruthQuery.refuse_unknown(request)
-    actor = caller(request)
+    return truth_answer(caller(request), query)
+
+
+def truth_answer(actor, query: TruthQuery) -> dict[str, Any]:
+    """The body of ``GET /truth`` for ``actor`` (also MCP's ``recall``)."""
     scope = readable_scope(actor, query.scope)
     position = decode_cursor(query.cursor, listing="truth")
     if position is None:
@@ -400,15 +409,16 @@ def post_outcome(request: HttpRequest, payload: OutcomeIn):
     outcome = record_outcome(
         actor=caller(request), fact_ids=payload.fact_ids, outcome=payload.outcome
     )
-    return Status(
-        201,
-        {
-            "id": outcome.pk,
-            "outcome": outcome.outcome,
-            "fact_ids": [fact.pk for fact in outcome.facts.all()],
-            "reported_at": outcome.reported_at,
-        },
-    )
+    return Status(201, present_outcome(outcome))
+
+
+def present_outcome(outcome: Outcome) -> dict[str, Any]:
+    return {
+        "id": outcome.pk,
+        "outcome": outcome.outcome,
+        "fact_ids": [fact.pk for fact in outcome.facts.all()],
+        "reported_at": outcome.reported_at,
+    }
 
 
 # --- conflicts ---------------------------------------------------------------------
@@ -429,7 +439,11 @@ def visible_conflicts(actor):
 def get_conflicts(request: HttpRequest, query: Query[ConflictQuery]):
     """Conflicts with their candidates, oldest first."""
     ConflictQuery.refuse_unknown(request)
-    actor = caller(request)
+    return conflicts_answer(caller(request), query)
+
+
+def conflicts_answer(actor, query: ConflictQuery) -> dict[str, Any]:
+    """The body of ``GET /conflicts`` for ``actor`` (also MCP's ``list_conflicts``)."""
     conflicts = visible_conflicts(actor).select_related("scope", "resolved_by")
     if query.scope is not None:
         conflicts = conflicts.filter(scope=readable_scope(actor, query.scope))

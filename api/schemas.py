@@ -14,6 +14,7 @@ and every answer a dict. The OpenAPI document is the same either way. Query
 parameters stay a ``Schema``, which is how django-ninja reads them.
 """
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -154,7 +155,11 @@ class QueryParameters(Schema):
     def refuse_unknown(cls, request: HttpRequest) -> None:
         # django-ninja passes only the declared names on to validation, so
         # extra="forbid" would never see the others: they are checked here.
-        for name in request.GET:
+        cls.refuse_unknown_names(request.GET)
+
+    @classmethod
+    def refuse_unknown_names(cls, names: Iterable[str]) -> None:
+        for name in names:
             if name not in cls.model_fields:
                 raise Rejected(name or "query", "is not a parameter of this operation")
 

@@ -12,6 +12,9 @@ API rate >= 0.25 x raw rate, API p99 <= 10 x API p50).
   with the write limit on (CLAIMGRAPH_API_WRITE_RATE high enough never to
   refuse, so every write pays for its UPSERT) and off, to show what the
   limit costs.
+- recall over MCP next to REST: the same question, ``GET /api/v1/truth``
+  and MCP's ``recall`` tool (a ``tools/call`` POSTed to /mcp/), one after
+  another on one ASGI server (gunicorn with uvicorn workers).
 - raw: the same number of client threads, each with its own psycopg
   connection, running BEGIN; pg_advisory_xact_lock on the slot; SELECT the
   slot's rows with the value; INSERT one row; COMMIT — into ``raw_fact``,
@@ -148,6 +151,77 @@ def run(options) -> None:
     results = best
     report(results, options)
     allowance_cost(agents[-1])
+    recall_over_mcp_and_rest(options, url, agents[0], scope)
+
+
+def recall_over_mcp_and_rest(options, url: str, secret: str, scope, count: int = 500) -> None:
+    """One recall, sequentially, over REST and as MCP's ``recall`` tool, on one ASGI server.
+
+    The same question (a subject's current truth, 20 admitted facts) from the
+    same account, each side over one persistent connection: ``GET
+    /api/v1/truth`` against a JSON-RPC ``tools/call`` POSTed to /mcp/.
+    """
+    from django.contrib.auth.models import Group, User
+
+    from admissions.actions import record_verdict
+    from memories.actions import assert_fact
+    from memories.roles import STEWARDS_GROUP
+
+    steward = User.objects.create_user("bench-steward")
+    steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+    for n in range(20):
+        written = assert_fact(actor=steward, data={**fact(n * SLOTS, "recall"), "confidence": 0.9})
+        record_verdict(actor=steward, fact_id=written.fact.pk, verdict="admitted", ground="bench")
+    question = {"scope": scope.name, "subject": "service-0"}
+
+    def rest(port: int) -> bytes:
+        query = "&".join(f"{key}={quote(value)}" for key, value in question.items())
+        return (
+            f"GET /api/v1/truth?{query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {secret}\r\n\r\n"
+        ).encode()
+
+    def mcp(port: int, n: int) -> bytes:
+        payload = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "tools/call",
+                "params": {"name": "recall", "arguments": question},
+            }
+        ).encode()
+        return (
+            f"POST /mcp/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {secret}\r\nContent-Type: application/json\r\n"
+            "Accept: application/json, text/event-stream\r\n"
+            f"MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {len(payload)}\r\n\r\n"
+        ).encode() + payload
+
+    def timed(port: int, sides: list[list[bytes]]) -> list[list[float]]:
+        # The sides take turns request by request, so a burst of load from
+        # elsewhere on the machine hurts both alike.
+        conns = [Connection(port) for _ in sides]
+        latencies: list[list[float]] = [[] for _ in sides]
+        for turn in zip(*sides, strict=True):
+            for conn, times, request in zip(conns, latencies, turn, strict=True):
+                started = time.perf_counter()
+                status, body = conn.exchange(request)
+                times.append(time.perf_counter() - started)
+                assert status == 200 and b"service-0" in body, (status, body[:300])
+        for conn in conns:
+            conn.close()
+        return latencies
+
+    with Gunicorn(options, url, "0", worker_class="uvicorn_worker.UvicornWorker") as port:
+        sides = [[rest(port)] * count, [mcp(port, n) for n in range(count)]]
+        timed(port, [side[:50] for side in sides])  # warm both
+        rest_times, mcp_times = timed(port, sides)
+    rest_ms, mcp_ms = (1000 * statistics.median(times) for times in (rest_times, mcp_times))
+    print(
+        f"recall of 20 facts, {count} of each taking turns, gunicorn {options.workers} uvicorn"
+        f" workers: REST p50 {rest_ms:.2f} ms, MCP p50 {mcp_ms:.2f} ms"
+        f" ({mcp_ms / rest_ms:.2f} x REST)"
+    )
 
 
 def allowance_cost(secret: str, count: int = 2000) -> None:
@@ -175,8 +249,11 @@ def allowance_cost(secret: str, count: int = 2000) -> None:
 class Gunicorn:
     """gunicorn serving the application on a free loopback port, for one measurement."""
 
-    def __init__(self, options, database_url: str, write_rate: str) -> None:
+    def __init__(
+        self, options, database_url: str, write_rate: str, worker_class: str | None = None
+    ) -> None:
         self.options = options
+        self.worker_class = worker_class or options.worker_class
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "claimgraph_site.settings",
@@ -197,13 +274,16 @@ class Gunicorn:
         self.process = subprocess.Popen(
             [
                 str(gunicorn),
-                "claimgraph_site.wsgi:application",
+                # uvicorn's workers serve the ASGI application (MCP included).
+                "claimgraph_site.asgi:application"
+                if "uvicorn" in self.worker_class.lower()
+                else "claimgraph_site.wsgi:application",
                 "--bind",
                 f"127.0.0.1:{self.port}",
                 "--workers",
                 str(self.options.workers),
                 "--worker-class",
-                self.options.worker_class,
+                self.worker_class,
                 "--threads",
                 str(self.options.threads),
                 "--keep-alive",
@@ -423,7 +503,7 @@ def report(results: dict, options) -> None:
     print(
         f"clients {options.clients}, {options.requests} writes per side in {options.rounds} "
         f"rounds (best round counts), gunicorn {options.workers} workers x "
-        f"{options.threads} threads (gthread)"
+        f"{options.threads} threads ({options.worker_class})"
     )
     print(f"{'side':26s} {'writes/s':>9s} {'p50 ms':>8s} {'p90 ms':>8s} {'p99 ms':>8s}  statuses")
     for name, r in results.items():

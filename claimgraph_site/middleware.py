@@ -10,12 +10,22 @@ nosniff, referrer policy), CommonMiddleware (which checks the Host header
 against ALLOWED_HOSTS), CsrfViewMiddleware (django-ninja marks its views
 exempt, since no cookie authenticates there), X-Frame-Options and the
 Content-Security-Policy.
+
+Whitenoise answers with a file read by a synchronous iterator, which Django
+under ASGI can only serve by reading the whole file in a thread first, with a
+warning on each one; under ASGI its file is read in blocks by an asynchronous
+iterator instead.
 """
 
+from collections.abc import AsyncIterator
+from typing import IO
+
+from asgiref.sync import sync_to_async
 from django.contrib.auth.middleware import AuthenticationMiddleware as _Authentication
 from django.contrib.messages.middleware import MessageMiddleware as _Messages
 from django.contrib.sessions.middleware import SessionMiddleware as _Sessions
-from django.http import HttpRequest, HttpResponseBase
+from django.core.handlers.asgi import ASGIRequest
+from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django_htmx.middleware import HtmxMiddleware as _Htmx
 from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
 
@@ -36,7 +46,29 @@ def _console_only(middleware: type) -> type:
     return ConsoleOnly
 
 
-WhiteNoiseMiddleware = _console_only(_WhiteNoise)
+class WhiteNoiseMiddleware(_console_only(_WhiteNoise)):
+    """whitenoise's middleware for the console only, streaming asynchronously under ASGI."""
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = super().__call__(request)
+        if (
+            isinstance(request, ASGIRequest)
+            and isinstance(response, FileResponse)
+            and response.file_to_stream is not None
+            and not response.is_async
+        ):
+            file = response.file_to_stream
+            # The file stays registered to be closed with the response.
+            response.streaming_content = _blocks(file, response.block_size)
+        return response
+
+
+async def _blocks(file: IO[bytes], size: int) -> AsyncIterator[bytes]:
+    read = sync_to_async(file.read, thread_sensitive=False)
+    while block := await read(size):
+        yield block
+
+
 SessionMiddleware = _console_only(_Sessions)
 AuthenticationMiddleware = _console_only(_Authentication)
 MessageMiddleware = _console_only(_Messages)

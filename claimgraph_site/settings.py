@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "admissions",
     "accounts",
     "console",
+    "api",
 ]
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and
@@ -125,6 +126,18 @@ DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 2
 # during a request is closed when the request ends (Django's own rule), so
 # either way the next request connects afresh (claimgraph_site/outages.py).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Under ASGI Django answers each request in a thread of its own, so a
+# persistent connection per thread would be a new connection per request,
+# each kept open for CONN_MAX_AGE. A process serving ASGI (claimgraph_site.asgi
+# turns this on) takes its connections from one pool instead (psycopg's),
+# open across requests, their prepared statements kept. Not for the other
+# processes: import_facts forks workers, which must not inherit open pools.
+if env_bool("CLAIMGRAPH_DATABASE_POOL", False):
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "pool",
+        {"min_size": 1, "max_size": env_int("CLAIMGRAPH_DATABASE_POOL_SIZE", 8, minimum=1)},
+    )
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
     DATABASES["default"]["TEST"] = {"NAME": test_database_name}

@@ -1,7 +1,7 @@
 """The embedded default survives how servers stop (SPEC §11).
 
 The real server runs as a subprocess, on an embedded PostgreSQL of its own
-(a var folder under pytest's tmp_path, never the project's var/), and is
+(a var folder of its own under the temporary folder, never the project's var/), and is
 stopped every way a server stops: Ctrl-C, SIGTERM, SIGKILL of everything it
 started, SIGKILL of the database's postmaster while it serves. After each,
 it starts again with no repair and every write it acknowledged is there.
@@ -11,10 +11,12 @@ import contextlib
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -267,8 +269,11 @@ class App:
 
 
 @pytest.fixture
-def var_dir(tmp_path: Path) -> Iterator[Path]:
-    var = tmp_path / "var"
+def var_dir() -> Iterator[Path]:
+    # Not under tmp_path: pytest makes /tmp/pytest-of-<user> private (0700)
+    # whenever a session starts, and a pytest started meanwhile on the same
+    # machine would shut the server's own system user out of its data folder.
+    var = Path(tempfile.mkdtemp(prefix="claimgraph-lifecycle-")) / "var"
     yield var
     # Whatever a failed test left behind: its apps, this folder's server.
     while STARTED:
@@ -276,6 +281,7 @@ def var_dir(tmp_path: Path) -> Iterator[Path]:
     server = embedded_db.EmbeddedServer.at(var)
     for pid in postgres_processes(server):
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(var.parent, ignore_errors=True)
 
 
 # Each cycle: what runs the app, how it stops, and whether the database's

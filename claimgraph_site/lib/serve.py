@@ -6,8 +6,8 @@
    this process as its user for as long as it runs, so the steps and the
    services below share one server instead of each starting and stopping it.
 2. Runs the set-up steps one after another: the migrations, the demo data.
-3. Runs the services side by side (the web server; a task worker would be one
-   more entry in ``services``).
+3. Runs the services side by side: the ASGI web server (uvicorn) and a task
+   worker (``manage.py worker``), one entry each in ``services``.
 4. On SIGTERM (a process manager) passes the signal on to each step or
    service; on SIGINT (Ctrl-C, which the terminal sends to them too) passes
    it on only to those still running a second later. They get
@@ -58,13 +58,24 @@ def steps(options: argparse.Namespace) -> list[Command]:
 
 
 def services(options: argparse.Namespace) -> list[Command]:
-    runserver = [sys.executable, str(ROOT / "manage.py"), "runserver", f"127.0.0.1:{options.port}"]
-    if not options.reload:
-        runserver.append("--noreload")
+    # uvicorn, not runserver: Django's runserver speaks WSGI only, and the ASGI
+    # application serves the console, the JSON API and MCP at /mcp/ together.
+    web = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "claimgraph_site.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(options.port),
+    ]
+    if options.reload:
+        web.append("--reload")
     # The task worker beside the server, so the demo's background work happens
     # (and stops with it: one supervisor, one stop).
     worker = [sys.executable, str(ROOT / "manage.py"), "worker"]
-    return [Command("web server", runserver), Command("task worker", worker)]
+    return [Command("web server", web), Command("task worker", worker)]
 
 
 class Supervisor:
@@ -206,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--no-demo", dest="demo", action="store_false", help="skip seed_demo")
     parser.add_argument(
-        "--noreload", dest="reload", action="store_false", help="no autoreloader (runserver's)"
+        "--noreload",
+        dest="reload",
+        action="store_false",
+        help="no autoreloader",
     )
     return run(parser.parse_args(argv))
 

@@ -1,0 +1,231 @@
+"""MCP over Streamable HTTP at /mcp/, behind the JSON API's bearer tokens (SPEC §10).
+
+The SDK's Starlette app, configured so that it answers like the rest of the
+site:
+
+- **Tokens**: the same API tokens, recognised by the same statement
+  (``accounts.tokens``); a missing or bad token gets 401 before any tool runs,
+  and each tool acts as the token's account and charges it for each write.
+- **Stateless**: every POST stands alone (no session kept in a worker's
+  memory), so any gunicorn worker on any machine can answer any call, as for
+  the JSON API. The tools need no server-to-client requests.
+- **What Django's middleware does for its own responses** (``SiteGuard``):
+  the Host check by Django's own rule and ``ALLOWED_HOSTS``, an ``Origin``
+  check like the CSRF check's (a page on another site cannot drive the
+  tools), the HTTPS redirect, and the security headers (HSTS, nosniff,
+  referrer policy, frame and opener policies, and a CSP that lets nothing
+  render). The SDK's own Host check is left off: its list of exact names
+  cannot say what ``ALLOWED_HOSTS`` says (``.example.org``, ``*``), so one
+  rule, Django's, decides.
+- A database that cannot be reached answers 503 with ``Retry-After``.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp.server import MCPServer
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
+from ninja.errors import AuthenticationError
+from pydantic import ConfigDict, Field
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from accounts.models import ApiToken
+from accounts.tokens import token_for_secret
+from api.mcp.server import Caller, build_server
+
+# Tokens are issued by claimgraph itself (the account page, `issue_token`),
+# not by an OAuth server. The SDK's auth settings require an issuer; with no
+# resource server URL and no authorization provider it is advertised nowhere.
+ISSUER = "https://claimgraph.invalid"
+
+RETRY_AFTER = {"Retry-After": "5"}
+
+# A response under /mcp/ is JSON for a program, never a page to render.
+CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
+
+
+class TokenAccess(AccessToken):
+    """The SDK's access token, carrying the API token (and its account) it was found as."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    api_token: ApiToken = Field(exclude=True)
+
+
+class ApiTokens:
+    """The SDK's token verifier over claimgraph's API tokens."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        found = await sync_to_async(_recognise, thread_sensitive=True)(token)
+        if found is None:
+            return None
+        return TokenAccess(
+            token=token,
+            client_id=f"claimgraph-token-{found.pk}",
+            subject=str(found.user_id),
+            scopes=[],
+            api_token=found,
+        )
+
+
+def _recognise(secret: str) -> ApiToken | None:
+    close_old_connections()
+    try:
+        # Reads only: a write is charged when a tool that writes runs.
+        return token_for_secret(secret.strip())
+    finally:
+        close_old_connections()
+
+
+def http_caller(request: Any) -> Caller:
+    """The token's account, from the request the bearer middleware authenticated."""
+    user = request.scope.get("user") if request is not None else None
+    access = getattr(user, "access_token", None)
+    if not isinstance(access, TokenAccess):  # not behind the bearer middleware
+        raise AuthenticationError()
+    return Caller(user=access.api_token.user, token=access.api_token)
+
+
+@dataclass(frozen=True)
+class McpHttp:
+    """The ASGI app to mount at /mcp, and the server whose session manager must run."""
+
+    app: ASGIApp
+    server: MCPServer
+
+
+def mcp_http_app() -> McpHttp:
+    """A new Streamable HTTP app (a session manager runs once: one app per process)."""
+    server = build_server(
+        http_caller,
+        token_verifier=ApiTokens(),
+        auth=AuthSettings(issuer_url=ISSUER, resource_server_url=None),
+    )
+    app = server.streamable_http_app(
+        streamable_http_path="/",
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return McpHttp(app=SiteGuard(app), server=server)
+
+
+# --- what Django's middleware does for its own responses -----------------------------
+
+
+def _error(status: int, code: str, message: str, **headers: str) -> Response:
+    return JSONResponse({"code": code, "message": message}, status_code=status, headers=headers)
+
+
+def host_allowed(host: str) -> bool:
+    """Whether Django would accept this Host header (``HttpRequest.get_host``'s rule)."""
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _ = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """No Origin (not a browser), one of this site's hosts, or a trusted origin."""
+    if origin is None:
+        return True
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    scheme, _, netloc = origin.partition("://")
+    return scheme in ("http", "https") and host_allowed(netloc)
+
+
+def _is_secure(scope: Scope, headers: Headers) -> bool:
+    if scope.get("scheme") == "https":
+        return True
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if proxy:
+        name, value = proxy
+        header = name.removeprefix("HTTP_").replace("_", "-").lower()
+        return headers.get(header, "").split(",")[0].strip() == value
+    return False
+
+
+def security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:
+    """The headers Django's security middleware would add, for a JSON answer."""
+    found = {
+        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "Cache-Control": "no-store",
+    }
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        found["X-Content-Type-Options"] = "nosniff"
+    if settings.SECURE_REFERRER_POLICY:
+        policy = settings.SECURE_REFERRER_POLICY
+        found["Referrer-Policy"] = policy if isinstance(policy, str) else ",".join(policy)
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        found["Cross-Origin-Opener-Policy"] = settings.SECURE_CROSS_ORIGIN_OPENER_POLICY
+    if settings.X_FRAME_OPTIONS:
+        found["X-Frame-Options"] = settings.X_FRAME_OPTIONS
+    if secure and settings.SECURE_HSTS_SECONDS:
+        hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS:
+            hsts += "; includeSubDomains"
+        if settings.SECURE_HSTS_PRELOAD:
+            hsts += "; preload"
+        found["Strict-Transport-Security"] = hsts
+    return [(name.lower().encode(), value.encode()) for name, value in found.items()]
+
+
+class SiteGuard:
+    """An ASGI wrapper: the Host and Origin checks, HTTPS and the security headers."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        secure = _is_secure(scope, headers)
+        extra = security_headers(secure=secure)
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                added = [(name, value) for name, value in extra if name not in present]
+                message = {**message, "headers": [*message.get("headers", []), *added]}
+            await send(message)
+
+        host = headers.get("x-forwarded-host") if settings.USE_X_FORWARDED_HOST else None
+        host = host or headers.get("host", "")
+        refusal: Response | None = None
+        if not host_allowed(host):
+            refusal = _error(400, "invalid_host", "this server does not answer for that Host")
+        elif settings.SECURE_SSL_REDIRECT and not secure:
+            # 308, not Django's 301: a client repeats a POST as a POST.
+            query = scope.get("query_string", b"").decode("latin-1")
+            target = f"https://{settings.SECURE_SSL_HOST or host}{scope['path']}"
+            refusal = RedirectResponse(target + (f"?{query}" if query else ""), status_code=308)
+        elif not origin_allowed(headers.get("origin")):
+            refusal = _error(403, "forbidden", "requests from another site's pages are refused")
+        if refusal is not None:
+            await refusal(scope, receive, guarded_send)
+            return
+        try:
+            await self.app(scope, receive, guarded_send)
+        except DatabaseError:
+            if started:
+                raise
+            unavailable = _error(
+                503, "unavailable", "the database cannot be reached; try again", **RETRY_AFTER
+            )
+            await unavailable(scope, receive, guarded_send)

@@ -1,0 +1,123 @@
+"""The MCP SDK's own client, for tests: over Streamable HTTP against a live server, and stdio.
+
+Each helper opens a session, runs its calls and closes it, from a fresh event
+loop; the tests arrange their data with the ORM between calls, outside any
+loop.
+"""
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import uvicorn
+from django.db import connection
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def live_site(application: Any = None) -> Iterator[str]:
+    """The whole site (Django and MCP) under uvicorn on a free port; yields its base URL."""
+    from claimgraph_site.asgi import build_application
+
+    application = application or build_application()
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        listening.close()
+
+
+Session = Callable[[ClientSession], Awaitable[Any]]
+
+
+async def _over_http(url: str, secret: str | None, work: Session) -> Any:
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(url, http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        return await work(session)
+
+
+def over_http(url: str, secret: str | None, work: Session) -> Any:
+    """Run ``work`` in one MCP session with the SDK's Streamable HTTP client."""
+    return asyncio.run(_over_http(url, secret, work))
+
+
+def call_http(url: str, secret: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+    return over_http(url, secret, lambda session: session.call_tool(tool, arguments))
+
+
+def stdio_parameters(username: str) -> StdioServerParameters:
+    """``manage.py mcp --user USERNAME`` against this test run's database."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key.startswith(("DJANGO_", "CLAIMGRAPH_")) or key in ("PATH", "HOME")
+    }
+    database = connection.settings_dict
+    if "DATABASE_URL" in os.environ:
+        password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
+        env["DATABASE_URL"] = (
+            f"postgresql://{database['USER']}{password}@{database['HOST']}:{database['PORT']}"
+            f"/{database['NAME']}"
+        )
+    else:  # the embedded server, which the command joins
+        env["CLAIMGRAPH_DATABASE_NAME"] = database["NAME"]
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[str(ROOT / "manage.py"), "mcp", "--user", username],
+        env=env,
+        cwd=str(ROOT),
+    )
+
+
+def over_stdio(username: str, work: Session) -> Any:
+    """Run ``work`` in one MCP session with a ``manage.py mcp`` process of its own."""
+
+    async def run() -> Any:
+        async with (
+            stdio_client(stdio_parameters(username)) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            return await work(session)
+
+    return asyncio.run(run())
+
+
+def body(result: CallToolResult) -> dict[str, Any]:
+    """A tool's answer: the JSON API's body (or error body), from its structured content."""
+    assert result.structured_content is not None
+    # The text content carries the same JSON (the last block, after any instruction).
+    if result.is_error or "markdown" not in result.structured_content:
+        assert json.loads(result.content[-1].text) == result.structured_content
+    return result.structured_content

@@ -1,0 +1,73 @@
+"""MCP over stdio: ``manage.py mcp --user`` with the SDK's stdio client, acting as that account."""
+
+import subprocess
+import sys
+
+import pytest
+
+from admissions.actions import record_verdict
+from memories.actions import assert_fact
+from tests.api.conftest import fact_body
+from tests.api.mcp_client import ROOT, body, over_stdio, stdio_parameters
+
+# Committed data, for the command's own connection to see it; the data
+# migrations' rows come back after each flush.
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+async def _each(session, calls):
+    return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_assert_and_recall_over_stdio_act_as_the_named_account(member, steward):
+    standing = assert_fact(actor=steward, data=fact_body(object="2.0.0", confidence=0.95)).fact
+    record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="in the code")
+
+    flagged, refused, truth, contested = over_stdio(
+        member.username,
+        lambda session: _each(
+            session,
+            [
+                ("assert_fact", fact_body(object="3.0.0", source_type="agent-note")),
+                ("assert_fact", fact_body(confidence="high")),
+                ("recall", {"scope": "project"}),
+                ("recall", {"scope": "project", "contested": True}),
+            ],
+        ),
+    )
+    answer = body(flagged)
+    assert (answer["status"], answer["reason"]) == ("flagged", "outranked")
+    assert [candidate["id"] for candidate in answer["candidates"]] == [str(standing.pk)]
+    assert answer["fact"]["author"] == member.username
+    assert "do not pick a winner" in flagged.content[0].text
+
+    assert refused.is_error
+    assert body(refused)["field"] == "confidence"
+
+    assert [fact["object"] for fact in body(truth)["results"]] == ["2.0.0"]
+    (slot,) = body(contested)["contested"]
+    assert [value["fact"]["object"] for value in slot["values"]] == ["3.0.0"]
+
+
+def test_stdio_sees_only_the_accounts_scopes(outsider, steward):
+    fact = assert_fact(actor=steward, data=fact_body(object="2.0.0")).fact
+    (hidden,) = over_stdio(
+        outsider.username,
+        lambda session: _each(session, [("get_fact", {"fact_id": str(fact.pk)})]),
+    )
+    assert body(hidden) == {"code": "not_found", "message": "fact not found"}
+
+
+def test_the_command_refuses_an_unknown_account(db):
+    parameters = stdio_parameters("nobody")
+    finished = subprocess.run(
+        [sys.executable, *parameters.args],
+        cwd=ROOT,
+        env=parameters.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert finished.returncode != 0
+    assert "no active account named 'nobody'" in finished.stderr

@@ -1,0 +1,160 @@
+"""The context digest's text is a pure function of plain values and a budget (no database)."""
+
+import random
+
+import pytest
+
+from memories.core.digest import Candidate, Counts, Dispute, Line, render
+from tests.conftest import at
+
+NOW = at("2026-12-01T12:00:00")
+
+
+def line(id: str, confidence: float, *, object: str = "value", **extra) -> Line:
+    return Line(
+        id=id,
+        subject=extra.pop("subject", "svc"),
+        predicate=extra.pop("predicate", "core/uses"),
+        object=object,
+        source_type=extra.pop("source_type", "code"),
+        confidence=confidence,
+        recorded_at=extra.pop("recorded_at", at("2026-01-01")),
+        **extra,
+    )
+
+
+def dispute(conflict_id: str, opened: str, *candidates: Candidate) -> Dispute:
+    return Dispute(
+        conflict_id=conflict_id,
+        kind="outranked",
+        opened_at=at(opened),
+        subject="svc",
+        predicate="core/has-version",
+        candidates=candidates,
+    )
+
+
+def digest(budget: int = 8_000, *, commitments=(), truth=(), disputes=(), subject=None):
+    return render(
+        scope="project",
+        subject=subject,
+        at=NOW,
+        commitments=list(commitments),
+        truth=list(truth),
+        disputes=list(disputes),
+        budget=budget,
+    )
+
+
+def test_an_empty_store_says_nothing_is_believed():
+    result = digest()
+    assert result.markdown == (
+        "# Memory: scope `project`\nAs of 2026-12-01T12:00:00+00:00.\n\n"
+        "Nothing is believed here yet.\n"
+    )
+    assert result.omitted == Counts()
+
+
+def test_the_sections_and_their_lines():
+    standing = line("b", 0.95, object="2.0.0", recorded_at=at("2026-01-01"), contested=True)
+    incoming = line(
+        "c", 0.65, object="3.0.0", source_type="agent-note", recorded_at=at("2026-02-01")
+    )
+    result = digest(
+        commitments=[line("a", 0.8, object="GraphQL", predicate="core/decided-against")],
+        truth=[standing],
+        disputes=[
+            dispute("k", "2026-02-01", Candidate(incoming, True), Candidate(standing, False))
+        ],
+    )
+    assert result.markdown.split("\n")[3:] == [
+        "## Commitments",
+        '- svc core/decided-against "GraphQL" (code, 0.80) fact a',
+        "",
+        "## Current truth",
+        '- svc core/uses "2.0.0" (code, 0.95; contested, see below) fact b',
+        "",
+        "## Unknown — disputed",
+        "- svc core/has-version: unknown — disputed (outranked; conflict k)",
+        # Candidates by recorded time, not by role or confidence.
+        '  - core/uses "2.0.0" (code, 0.95, standing) fact b',
+        '  - core/uses "3.0.0" (agent-note, 0.65, disputed) fact c',
+        "",
+    ]
+    assert result.shown == Counts(commitments=1, facts=1, conflicts=1)
+
+
+@pytest.mark.parametrize(
+    ("lines", "order"),
+    [
+        ([("a", 0.5), ("b", 0.9)], ["b", "a"]),  # highest effective confidence first
+        ([("b", 0.7), ("a", 0.7)], ["a", "b"]),  # ties by id
+        ([("c", 0.1), ("a", 0.1), ("b", 0.3)], ["b", "a", "c"]),
+    ],
+)
+def test_truth_is_ranked_by_confidence_then_id(lines, order):
+    markdown = digest(truth=[line(id, value) for id, value in lines]).markdown
+    assert [text.rsplit(" ", 1)[-1] for text in markdown.splitlines() if text.startswith("- ")] == (
+        order
+    )
+
+
+def test_the_same_values_in_any_order_give_the_same_text():
+    truth = [line(f"f{i}", (i % 7) / 10) for i in range(30)]
+    disputes = [
+        dispute(f"k{i}", f"2026-0{1 + i % 5}-01", Candidate(line(f"d{i}", 0.5), True))
+        for i in range(8)
+    ]
+    expected = digest(truth=truth, disputes=disputes).markdown
+    for seed in range(5):
+        random.Random(seed).shuffle(truth)
+        random.Random(seed).shuffle(disputes)
+        assert digest(truth=truth, disputes=disputes).markdown == expected
+
+
+@pytest.mark.parametrize("budget", [0, 1, 30, 80, 120, 200, 333, 500, 1_000, 2_500])
+def test_the_text_never_exceeds_its_budget(budget):
+    result = digest(
+        budget,
+        commitments=[line(f"c{i}", 0.9) for i in range(10)],
+        truth=[line(f"t{i}", 0.5, object="x" * 2_000) for i in range(10)],
+        disputes=[dispute("k", "2026-01-01", Candidate(line("d", 0.6), True))],
+        subject="s" * 500,
+    )
+    assert len(result.markdown) <= budget
+    assert result.shown.total + result.omitted.total == 21
+
+
+def test_blocks_are_kept_in_section_order_and_the_rest_is_counted():
+    truth = [line(f"t{i}", 0.5) for i in range(10)]
+    full = digest(commitments=[line("c", 0.9)], truth=truth).markdown
+    result = digest(len(full) - 1, commitments=[line("c", 0.9)], truth=truth)
+    assert result.shown == Counts(commitments=1, facts=result.shown.facts, conflicts=0)
+    assert 0 < result.shown.facts < 10
+    assert result.omitted == Counts(facts=10 - result.shown.facts)
+    left_out = 10 - result.shown.facts
+    assert result.markdown.endswith(
+        f"_Left out for the budget: {left_out} facts. Narrow by subject, or recall._\n"
+    )
+
+
+def test_a_conflict_is_shown_whole_or_not_at_all():
+    candidates = [Candidate(line(f"v{i}", 0.5), i == 0) for i in range(4)]
+    full = digest(disputes=[dispute("k", "2026-01-01", *candidates)]).markdown
+    cut = digest(len(full) - 1, disputes=[dispute("k", "2026-01-01", *candidates)])
+    assert "fact v" not in cut.markdown
+    assert cut.omitted == Counts(conflicts=1)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("two\nlines", '"two lines"'),
+        ("# not a heading\n## nor this", '"# not a heading ## nor this"'),
+        ("  spaced \t out  ", '"spaced out"'),
+        ("x" * 250, '"' + "x" * 199 + '…"'),
+    ],
+)
+def test_a_value_stays_on_its_own_line_and_is_shortened_when_long(value, shown):
+    markdown = digest(truth=[line("a", 0.5, object=value)]).markdown
+    assert f"- svc core/uses {shown} (code, 0.50) fact a\n" in markdown

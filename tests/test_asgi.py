@@ -1,0 +1,54 @@
+"""The one ASGI application serves Django's static files through whitenoise, DEBUG or not."""
+
+import warnings
+
+import httpx2
+import pytest
+from django.core.asgi import get_asgi_application
+from django.core.management import call_command
+
+from claimgraph_site.asgi import build_application
+from tests.api.mcp_client import live_site
+
+CSS = "css/console.css"
+
+
+def served(path: str, **headers: str) -> httpx2.Response:
+    """``path`` from a site built now, so whitenoise reads the settings of the test."""
+    with (
+        warnings.catch_warnings(),
+        live_site(build_application(get_asgi_application())) as site,
+    ):
+        # A Django warning would say the response had to be adapted to ASGI.
+        warnings.simplefilter("error")
+        return httpx2.get(f"{site}{path}", headers=headers)
+
+
+def test_static_files_are_served_under_asgi_in_debug(settings):
+    settings.DEBUG = True  # whitenoise then finds them in the apps' static folders
+    response = served(f"/static/{CSS}")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/css")
+    assert b"{" in response.content
+
+
+@pytest.mark.django_db
+def test_collected_static_files_are_served_under_asgi_without_debug(settings, tmp_path):
+    settings.DEBUG = False
+    settings.STATIC_ROOT = tmp_path
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+    call_command("collectstatic", interactive=False, verbosity=0)
+    # A handler built now loads whitenoise with these settings (from STATIC_ROOT).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. a response Django must adapt for ASGI
+        with live_site(build_application(get_asgi_application())) as site:
+            original = httpx2.get(f"{site}/static/{CSS}")
+            compressed = httpx2.get(f"{site}/static/{CSS}", headers={"Accept-Encoding": "gzip"})
+            missing = httpx2.get(f"{site}/static/css/nothing.css")
+    assert original.status_code == 200
+    assert original.headers["content-type"].startswith("text/css")
+    assert compressed.headers.get("content-encoding") == "gzip"
+    assert missing.status_code == 404
