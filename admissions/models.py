@@ -61,6 +61,10 @@ class RecordQuerySet(models.QuerySet["Record"]):
         """Challenges no refutation names (set membership, never a date comparison)."""
         return self.challenges().exclude(pk__in=Record.objects.refutations().values("challenge_id"))
 
+    def resolved(self) -> "RecordQuerySet":
+        """Challenges a refutation names: the other side of ``open()``."""
+        return self.challenges().filter(pk__in=Record.objects.refutations().values("challenge_id"))
+
     def in_scopes(self, scopes) -> "RecordQuerySet":
         return self.filter(scope__in=scopes)
 
