@@ -111,6 +111,8 @@ class BatchReviewForm(StorableTextForm):
     ground = ground_field("Ground for all selected")
 
     def __init__(self, *args, choices: list[tuple[str, str]] | None = None, **kwargs) -> None:
+        # Its own ids: the queue's filter form sits on the same page.
+        kwargs.setdefault("auto_id", "id_batch_%s")
         super().__init__(*args, **kwargs)
         # Any submitted id is a choice: whether it may be reviewed is the
         # action's to say, item by item, in the result.

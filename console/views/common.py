@@ -9,6 +9,7 @@ from functools import cached_property, wraps
 from typing import Any
 from uuid import UUID
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -53,7 +54,7 @@ def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
         except NotFound:
@@ -194,7 +195,7 @@ def in_list(column: str, values: Iterable[Any], params: dict[str, Any], name: st
     return f"{column} IN ({', '.join(names)})" if names else "FALSE"
 
 
-def paginate(request: HttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
+def paginate(request: HtmxHttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
     """One page of ``listed``: a bounded COUNT and one slice, whatever the page size.
 
     Page numbers read as Django's ``Paginator.get_page`` reads them: a page
@@ -263,20 +264,20 @@ def row_link(name: str) -> Callable[[UUID], str]:
     return lambda pk: f"{before}{pk}{after}"
 
 
-def page_query(request: HttpRequest) -> str:
+def page_query(request: HtmxHttpRequest) -> str:
     """The current query string without ``page``, for the pager's links."""
     query = request.GET.copy()
     query.pop("page", None)
     return query.urlencode()
 
 
-def add_rejection(form, error: Rejected) -> None:
+def add_rejection(form: forms.Form, error: Rejected) -> None:
     """Show an action's refusal on the form field it names (or on the form)."""
     field = error.field if error.field in form.fields else None
     form.add_error(field, error.message if field else str(error))
 
 
-def done(request: HttpRequest, message: str, to: str) -> HttpResponse:
+def done(request: HtmxHttpRequest, message: str, to: str) -> HttpResponse:
     """After a successful plain POST: a message and a redirect (post/redirect/get)."""
     messages.success(request, message)
     if request.htmx:

@@ -18,8 +18,7 @@ from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.lookups import readable_fact
+from memories.errors import Forbidden, Rejected, StateConflict
 from memories.models import Bucket, Conflict, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 
@@ -120,14 +119,27 @@ class ReviewItem:
     why: str = ""
 
 
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
     """Apply one verdict with one ground to each selected candidate, each on its own."""
     verdict = form.cleaned_data["verdict"]
+    selected = form.cleaned_data["facts"]
+    readable = (
+        Fact.objects.readable_by(request.user)
+        .for_display()
+        .in_bulk([fact_id for fact_id in selected if _is_uuid(fact_id)])
+    )
     outcomes = []
-    for fact_id in form.cleaned_data["facts"]:
-        try:
-            found = readable_fact(request.user, fact_id)
-        except NotFound:
+    for fact_id in selected:
+        found = readable.get(UUID(fact_id)) if _is_uuid(fact_id) else None
+        if found is None:
             outcomes.append(ReviewItem(fact_id, fact_id, False, "not found"))
             continue
         label = str(found)
@@ -210,9 +222,13 @@ def challenges(request: HtmxHttpRequest) -> HttpResponse:
             rows = rows.filter(scope=form.cleaned_data["scope"])
         if form.cleaned_data["author"]:
             rows = rows.filter(author__username=form.cleaned_data["author"])
-    rows = rows.select_related(
-        "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
-    ).order_by("inserted_at", "id")
+    rows = (
+        rows.select_related(
+            "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+        )
+        .with_refuted()
+        .order_by("inserted_at", "id")
+    )
     page = paginate(request, rows, form)
 
     # The cap per account: one summary per scope on this page, not one per row.
@@ -226,11 +242,6 @@ def challenges(request: HtmxHttpRequest) -> HttpResponse:
             suspending.update(usage.in_effect)
             queued.update(usage.queued)
             accounts.append((scope, usage))
-    refuted = set(
-        Record.objects.refutations()
-        .filter(challenge__in=[record.pk for record in page])
-        .values_list("challenge_id", flat=True)
-    )
     context = {
         "form": form,
         "state": state,
@@ -239,7 +250,6 @@ def challenges(request: HtmxHttpRequest) -> HttpResponse:
         "accounts": accounts,
         "in_effect": suspending,
         "queued": queued,
-        "refuted": refuted,
         "role_challenge": Role.CHALLENGE,
     }
     template = "console/challenges.html"
