@@ -30,7 +30,7 @@ import uuid
 import pgtrigger
 from django.conf import settings
 from django.db import models
-from django.db.models import CharField, F, Func, IntegerField, Q
+from django.db.models import CharField, Exists, F, Func, IntegerField, OuterRef, Q
 from django.db.models.lookups import Exact, GreaterThan
 
 from memories.models import Fact, Scope
@@ -60,6 +60,15 @@ class RecordQuerySet(models.QuerySet["Record"]):
     def open(self) -> "RecordQuerySet":
         """Challenges no refutation names (set membership, never a date comparison)."""
         return self.challenges().exclude(pk__in=Record.objects.refutations().values("challenge_id"))
+
+    def resolved(self) -> "RecordQuerySet":
+        """Challenges a refutation names: the other side of ``open()``."""
+        return self.challenges().filter(pk__in=Record.objects.refutations().values("challenge_id"))
+
+    def with_refuted(self) -> "RecordQuerySet":
+        """Annotate ``refuted`` on challenges: a refutation names the challenge."""
+        refutations = Record.objects.refutations().filter(challenge=OuterRef("pk"))
+        return self.annotate(refuted=Exists(refutations))
 
     def in_scopes(self, scopes) -> "RecordQuerySet":
         return self.filter(scope__in=scopes)

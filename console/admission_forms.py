@@ -9,7 +9,7 @@ from django import forms
 from console.forms import (
     EPISTEMIC_CHOICES,
     PagedForm,
-    QuickForm,
+    StorableTextForm,
     VocabularyChoiceField,
     predicate_field,
     scope_field,
@@ -30,14 +30,14 @@ def ground_field(label: str = "Ground") -> forms.CharField:
     )
 
 
-class VerdictForm(QuickForm):
+class VerdictForm(StorableTextForm):
     """Admit or Reject: the button pressed names the verdict."""
 
     verdict = forms.ChoiceField(choices=[("admitted", "Admit"), ("rejected", "Reject")])
     ground = ground_field()
 
 
-class ChallengeForm(QuickForm):
+class ChallengeForm(StorableTextForm):
     ground = ground_field("Why is it wrong?")
     evidence = forms.CharField(
         label="Evidence",
@@ -63,11 +63,11 @@ class ChallengeForm(QuickForm):
         return items or None
 
 
-class RefuteForm(QuickForm):
+class RefuteForm(StorableTextForm):
     ground = ground_field("Why does the fact stand?")
 
 
-class CorrectForm(QuickForm):
+class CorrectForm(StorableTextForm):
     """The replacement's fields; blank or unchanged ones are taken from the fact."""
 
     object = forms.CharField(max_length=2_000, label="Object")
@@ -97,7 +97,7 @@ class CorrectForm(QuickForm):
         }
 
 
-class BatchReviewForm(QuickForm):
+class BatchReviewForm(StorableTextForm):
     """Several candidates, one verdict, one ground (SPEC §12)."""
 
     facts = forms.TypedMultipleChoiceField(
@@ -111,6 +111,8 @@ class BatchReviewForm(QuickForm):
     ground = ground_field("Ground for all selected")
 
     def __init__(self, *args, choices: list[tuple[str, str]] | None = None, **kwargs) -> None:
+        # Its own ids: the queue's filter form sits on the same page.
+        kwargs.setdefault("auto_id", "id_batch_%s")
         super().__init__(*args, **kwargs)
         # Any submitted id is a choice: whether it may be reviewed is the
         # action's to say, item by item, in the result.

@@ -3,6 +3,7 @@
 from functools import cache, cached_property
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 from django.urls import get_script_prefix, get_urlconf, reverse
 
@@ -17,6 +18,7 @@ NAVIGATION = (
     "facts",
     "entities",
     "audit",
+    "health",
     "account",
     "logout",
 )
@@ -33,7 +35,7 @@ def _navigation(script_prefix: str, urlconf: str) -> dict[str, str]:
 class ConsoleContext:
     """Evaluated lazily: a page that never asks costs no query."""
 
-    def __init__(self, user) -> None:
+    def __init__(self, user: User | AnonymousUser) -> None:
         self.user = user
 
     @cached_property
@@ -50,4 +52,5 @@ class ConsoleContext:
 
 
 def console(request: HttpRequest) -> dict[str, ConsoleContext]:
+    """``console`` in every template: the account's steward standing and the navigation."""
     return {"console": ConsoleContext(request.user)}

@@ -1,4 +1,4 @@
-"""Forms of the memory store's pages: input checking only (every failure is a 400).
+"""Forms of the console's memory-store and account pages: input checking only (a 400 each).
 
 The actions check again whatever they rely on; a form's job is to turn a
 browser's strings into the values an action takes, and to name the field at
@@ -7,10 +7,8 @@ fault in words a steward can act on.
 
 from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
-from django.forms.renderers import DjangoTemplates
-from django.utils.formats import localize
-from django.utils.html import conditional_escape
 
+from accounts.actions import MAX_NAME_LENGTH
 from memories.core.decisions import unstorable
 from memories.core.text import MAX_REASON_LENGTH
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
@@ -19,96 +17,6 @@ from memories.vocabulary import load_vocabulary
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
 _PAGE_SIZE_NAMES = frozenset(str(size) for size in PAGE_SIZES)
-
-_WIDGETS = "django/forms/widgets/"
-# Widgets whose template is nothing but an include of input.html.
-_INPUTS = {
-    f"{_WIDGETS}{name}.html"
-    for name in ("text", "search", "hidden", "number", "email", "url", "password", "date")
-}
-
-
-def _attrs(attrs: dict) -> str:
-    """Django's widgets/attrs.html: `` name="value"`` each, a bare name for True."""
-    return "".join(
-        f" {conditional_escape(name)}"
-        if value is True
-        else f' {conditional_escape(name)}="{conditional_escape(str(value))}"'
-        for name, value in attrs.items()
-        if value is not False
-    )
-
-
-def _input(widget: dict) -> str:
-    value = widget["value"]
-    shown = "" if value is None else f' value="{conditional_escape(str(value))}"'
-    return (
-        f'<input type="{conditional_escape(widget["type"])}"'
-        f' name="{conditional_escape(widget["name"])}"{shown}{_attrs(widget["attrs"])}>'
-    )
-
-
-def _textarea(widget: dict) -> str:
-    value = conditional_escape(localize(widget["value"])) if widget["value"] else ""
-    return (
-        f'<textarea name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>\n'
-        f"{value}</textarea>"
-    )
-
-
-def _select(widget: dict) -> str | None:
-    parts = [f'<select name="{conditional_escape(widget["name"])}"{_attrs(widget["attrs"])}>']
-    for group_name, options, _index in widget["optgroups"]:
-        if group_name:
-            parts.append(f'\n  <optgroup label="{conditional_escape(group_name)}">')
-        for option in options:
-            if option["template_name"] != f"{_WIDGETS}select_option.html":
-                return None
-            parts.append(
-                f'\n  <option value="{conditional_escape(str(option["value"]))}"'
-                f"{_attrs(option['attrs'])}>{conditional_escape(localize(option['label']))}"
-                "</option>\n"
-            )
-        if group_name:
-            parts.append("\n  </optgroup>")
-    parts.append("\n</select>")
-    return "".join(parts)
-
-
-class QuickWidgetRenderer(DjangoTemplates):
-    """Django's form renderer, with the plain widgets written out in Python.
-
-    Django renders every widget through its template, and a select through
-    one include per option and another per option's attributes: the filter
-    forms' selects (every scope, source and predicate) cost a console page
-    more than its queries. The output is the same markup, escaped the same
-    way (tests compare it with Django's own), and an empty error list is
-    empty without a template; any other template, or a widget with custom
-    option templates, goes through Django's templates.
-    """
-
-    def render(self, template_name, context, request=None):
-        if not isinstance(context, dict):
-            return super().render(template_name, context, request)
-        if template_name.startswith("django/forms/errors/") and not context.get("errors"):
-            # Every error template says nothing about no errors; pages print
-            # each form's (usually empty) non-field errors.
-            return ""
-        widget = context.get("widget")
-        if widget is not None and widget.get("template_name") == template_name:
-            if template_name in _INPUTS:
-                return _input(widget)
-            if template_name == f"{_WIDGETS}textarea.html":
-                return _textarea(widget)
-            if template_name == f"{_WIDGETS}select.html":
-                quick = _select(widget)
-                if quick is not None:
-                    return quick
-        return super().render(template_name, context, request)
-
-
-# One instance, so its template engine (with the cached loader) is shared.
-QUICK_WIDGETS = QuickWidgetRenderer()
 
 
 def storable_text(value: object) -> None:
@@ -142,12 +50,6 @@ class StorableTextForm(forms.Form):
                 field.validators.append(storable_text)
 
 
-class QuickForm(StorableTextForm):
-    """A form rendered with ``QuickWidgetRenderer``."""
-
-    default_renderer = QUICK_WIDGETS
-
-
 class PageNumberField(forms.Field):
     """A page number as Django's ``Paginator.get_page`` reads one: never an error.
 
@@ -178,7 +80,7 @@ class PageNumberField(forms.Field):
         return int(sign + digits)
 
 
-class PagedForm(QuickForm):
+class PagedForm(StorableTextForm):
     """Page number and page size, shared by every list page.
 
     Neither ever makes the form invalid: an unknown page size is the default
@@ -311,7 +213,7 @@ class ConflictFilterForm(PagedForm):
         self.order_fields(["scope", "state", "kind", "per_page"])
 
 
-class ResolveForm(QuickForm):
+class ResolveForm(StorableTextForm):
     """One steward ruling on a conflict; each button posts its own copy of this form."""
 
     ACTIONS = [("keep", "Keep this"), ("coexist", "Both stand"), ("dismiss", "Dismiss")]
@@ -352,7 +254,7 @@ class AuditFilterForm(PagedForm):
         self.order_fields(["scope", "who", "actor", "action", "target", "since", "until"])
 
 
-class MergeForm(QuickForm):
+class MergeForm(StorableTextForm):
     entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
     into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")
     reason = forms.CharField(max_length=MAX_REASON_LENGTH, widget=forms.Textarea(attrs={"rows": 2}))
@@ -366,7 +268,7 @@ class MergeForm(QuickForm):
         self.order_fields(["scope", "entity", "into", "reason"])
 
 
-class UndoMergeForm(QuickForm):
+class UndoMergeForm(StorableTextForm):
     reason = forms.CharField(max_length=MAX_REASON_LENGTH, label="Reason to undo")
 
 
@@ -380,3 +282,14 @@ class EntityFilterForm(PagedForm):
 
 
 EPISTEMIC_CHOICES = [("", "Any class"), *Epistemic.choices]
+
+
+# --- account -----------------------------------------------------------------------
+
+
+class TokenForm(StorableTextForm):
+    name = forms.CharField(
+        label="Token name",
+        max_length=MAX_NAME_LENGTH,
+        help_text="What the token is for, e.g. the agent that will use it.",
+    )

@@ -1,8 +1,8 @@
-"""The console's pages: queues, conflicts, facts, subjects, the audit feed, entities, account."""
+"""The console's pages: queues, conflicts, facts, subjects, audit, entities, health, account."""
 
 from django.urls import path, re_path
 
-from console.views import account, common, conflicts, facts, queues
+from console.views import account, audit, conflicts, entities, facts, health, queues
 
 urlpatterns = [
     path("", queues.dashboard, name="dashboard"),
@@ -18,11 +18,12 @@ urlpatterns = [
     path("facts/<uuid:fact_id>/challenge", facts.challenge, name="fact-challenge"),
     path("facts/<uuid:fact_id>/correct", facts.correct, name="fact-correct"),
     path("subjects/<int:entity_id>/", facts.subject, name="subject"),
-    path("audit/", common.audit, name="audit"),
-    re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", common.audit_export, name="audit-export"),
-    path("entities/", common.entities, name="entities"),
-    path("entities/merge", common.merge, name="entity-merge"),
-    path("entities/merges/<int:merge_id>/undo", common.unmerge, name="entity-unmerge"),
+    path("audit/", audit.audit, name="audit"),
+    re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", audit.audit_export, name="audit-export"),
+    path("entities/", entities.entities, name="entities"),
+    path("entities/merge", entities.merge, name="entity-merge"),
+    path("entities/merges/<int:merge_id>/undo", entities.unmerge, name="entity-unmerge"),
+    path("health/", health.health, name="health"),
     path("account/", account.account, name="account"),
     path("account/tokens/", account.issue, name="issue-token"),
     path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),

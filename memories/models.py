@@ -552,6 +552,15 @@ class EntityMergeQuerySet(models.QuerySet["EntityMerge"]):
         """
         return self.filter(pk=MergeInForce("entity_id"))
 
+    def visible_to(self, user) -> "EntityMergeQuerySet":
+        """Merge records in the scopes ``user`` may read (see ``ScopeQuerySet.visible_to``)."""
+        ids = readable_scope_ids(user)
+        return self.all() if ids is None else self.filter(scope_id__in=ids)
+
+    def for_display(self) -> "EntityMergeQuerySet":
+        """With what a merge's line shows: its scope, both entities, the steward, what it undoes."""
+        return self.select_related("scope", "entity", "into", "actor", "undoes")
+
 
 class EntityMerge(models.Model):
     """A steward's record that two entities name the same thing (SPEC §12).

@@ -2,20 +2,24 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken
-from console.account_forms import TokenForm
+from console.forms import TokenForm
+from console.views.common import HtmxHttpRequest
 from memories.errors import NotFound, Rejected, StateConflict
 
 TEMPLATE = "console/account.html"
 
 
-def _page(request: HttpRequest, form: TokenForm, *, secret: str | None = None, status=200):
+def _page(
+    request: HtmxHttpRequest, form: TokenForm, *, secret: str | None = None, status: int = 200
+) -> HttpResponse:
+    """The account page (or, for htmx, its token section) with the viewer's own tokens."""
     context = {
         "form": form,
         "tokens": ApiToken.objects.filter(user=request.user),
@@ -27,14 +31,16 @@ def _page(request: HttpRequest, form: TokenForm, *, secret: str | None = None, s
 
 @login_required
 @require_GET
-def account(request: HttpRequest) -> HttpResponse:
+def account(request: HtmxHttpRequest) -> HttpResponse:
+    """The viewer's tokens and the form to issue one."""
     return _page(request, TokenForm())
 
 
 @login_required
 @require_POST
 @never_cache
-def issue(request: HttpRequest) -> HttpResponse:
+def issue(request: HtmxHttpRequest) -> HttpResponse:
+    """Issue a token and show its secret, this once."""
     form = TokenForm(request.POST)
     if not form.is_valid():
         return _page(request, form, status=400)
@@ -51,7 +57,8 @@ def issue(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def revoke(request: HtmxHttpRequest, token_id: int) -> HttpResponse:
+    """Revoke one of the viewer's own tokens (another's is a 404)."""
     try:
         token = revoke_token(actor=request.user, token_id=token_id)
     except NotFound:

@@ -1,38 +1,43 @@
-"""The memory store's own pages: the audit feed and entity merges.
+"""The console's shared HTTP plumbing: the typed request, refusals, paging, redirects.
 
-Pages that also show a fact's admission status (dashboard, conflicts, facts,
-candidates, challenges) live in ``console.views``: admissions stands above
-memories, and nothing here may import it. The small helpers at the top are the
-console's shared HTTP plumbing, used by both apps' pages.
+Every page family has its own module beside this one; what two or more of
+them need lives here.
 """
 
-import csv
-import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime, time
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property, wraps
 from typing import Any
 from uuid import UUID
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
-from console.forms import AuditFilterForm, EntityFilterForm, MergeForm, PagedForm, UndoMergeForm
+from console.forms import PagedForm
 from memories import lookups
-from memories.core.normalize import value_key
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.merges import merge_entities, undo_merge
-from memories.models import AuditEntry, Entity, EntityMerge, Fact, Scope
+from memories.models import Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 from memories.vocabulary import attach_vocabulary
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A console request: django-htmx's details of it, and the signed-in account.
+
+    Every console view is behind ``login_required``, so ``user`` is a ``User``.
+    """
+
+    htmx: HtmxDetails
+    user: User
+
 
 # --- shared plumbing ----------------------------------------------------------------
 
@@ -49,7 +54,7 @@ def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, *args, **kwargs)
         except NotFound:
@@ -190,7 +195,7 @@ def in_list(column: str, values: Iterable[Any], params: dict[str, Any], name: st
     return f"{column} IN ({', '.join(names)})" if names else "FALSE"
 
 
-def paginate(request: HttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
+def paginate(request: HtmxHttpRequest, listed: "QuerySet | SqlRows", form: PagedForm) -> Page:
     """One page of ``listed``: a bounded COUNT and one slice, whatever the page size.
 
     Page numbers read as Django's ``Paginator.get_page`` reads them: a page
@@ -259,20 +264,20 @@ def row_link(name: str) -> Callable[[UUID], str]:
     return lambda pk: f"{before}{pk}{after}"
 
 
-def page_query(request: HttpRequest) -> str:
+def page_query(request: HtmxHttpRequest) -> str:
     """The current query string without ``page``, for the pager's links."""
     query = request.GET.copy()
     query.pop("page", None)
     return query.urlencode()
 
 
-def add_rejection(form, error: Rejected) -> None:
+def add_rejection(form: forms.Form, error: Rejected) -> None:
     """Show an action's refusal on the form field it names (or on the form)."""
     field = error.field if error.field in form.fields else None
     form.add_error(field, error.message if field else str(error))
 
 
-def done(request: HttpRequest, message: str, to: str) -> HttpResponse:
+def done(request: HtmxHttpRequest, message: str, to: str) -> HttpResponse:
     """After a successful plain POST: a message and a redirect (post/redirect/get)."""
     messages.success(request, message)
     if request.htmx:
@@ -280,229 +285,8 @@ def done(request: HttpRequest, message: str, to: str) -> HttpResponse:
     return redirect(to)
 
 
-def steward_scopes(user) -> QuerySet[Scope]:
+def steward_scopes(user: User) -> QuerySet[Scope]:
     """The scopes in which ``user`` holds steward authority."""
     if is_global_steward(user):
         return Scope.objects.all()
     return Scope.objects.filter(pk__in=steward_scope_ids(user))
-
-
-# --- audit feed ---------------------------------------------------------------------
-
-
-def _audit_rows(request: HttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
-    rows = AuditEntry.objects.filter(scope__in=Scope.objects.visible_to(request.user))
-    if form.is_valid():
-        data = form.cleaned_data
-        if data["scope"]:
-            rows = rows.filter(scope=data["scope"])
-        if data["who"] == "human":
-            rows = rows.filter(actor__isnull=False)
-        elif data["who"] == "automatic":
-            rows = rows.filter(actor__isnull=True)
-        if data["actor"]:
-            rows = rows.filter(actor__username=data["actor"])
-        if data["action"]:
-            rows = rows.filter(action=data["action"])
-        if data["target"]:
-            rows = rows.filter(target_id=data["target"])
-        if data["since"]:
-            rows = rows.filter(at__gte=datetime.combine(data["since"], time.min, tzinfo=UTC))
-        if data["until"]:
-            rows = rows.filter(at__lte=datetime.combine(data["until"], time.max, tzinfo=UTC))
-    return rows.select_related("actor", "scope")
-
-
-def audit_changes(before: dict | None, after: dict | None) -> list[tuple[str, str, str]]:
-    """What an entry changed, key by key: only the keys whose value differs."""
-    before, after = before or {}, after or {}
-    return [
-        (key, _shown(before.get(key)), _shown(after.get(key)))
-        for key in dict.fromkeys([*before, *after])
-        if before.get(key) != after.get(key)
-    ]
-
-
-def _shown(value: Any) -> str:
-    if value is None or value == "" or value == []:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(item) for item in value)
-    return str(value)
-
-
-@require_GET
-@login_required
-def audit(request: HttpRequest) -> HttpResponse:
-    """Every human action and automatic change in the viewer's scopes, newest first."""
-    form = AuditFilterForm(request.GET or None, user=request.user)
-    rows = _audit_rows(request, form).order_by("-at", "-id")
-    page = paginate(request, rows, form)
-    for entry in page:
-        entry.changes = audit_changes(entry.before, entry.after)
-    context = {
-        "form": form,
-        "page": page,
-        "query": page_query(request),
-        "export_query": page_query(request),
-    }
-    template = "console/audit.html#audit-list" if request.htmx else "console/audit.html"
-    return render(request, template, context)
-
-
-EXPORT_FIELDS = ["id", "at", "scope", "actor", "action", "target_type", "target_id"]
-EXPORT_FIELDS += ["before", "after", "reason", "rule"]
-
-
-def _export_records(rows: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
-    # iterator() streams from a server-side cursor: an export of a million
-    # entries never sits in memory at once.
-    for entry in rows.order_by("at", "id").iterator(chunk_size=2_000):
-        yield {
-            "id": entry.id,
-            "at": entry.at.isoformat(),
-            "scope": entry.scope.name,
-            "actor": entry.actor.username if entry.actor else None,
-            "action": entry.action,
-            "target_type": entry.target_type,
-            "target_id": entry.target_id,
-            "before": entry.before,
-            "after": entry.after,
-            "reason": entry.reason,
-            "rule": entry.rule,
-        }
-
-
-class _Echo:
-    """A file-like object whose write() hands the line back, for csv.writer."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-@require_GET
-@login_required
-def audit_export(request: HttpRequest, fmt: str) -> StreamingHttpResponse:
-    """The filtered feed, oldest first, as CSV or JSON Lines, streamed."""
-    form = AuditFilterForm(request.GET or None, user=request.user)
-    records = _export_records(_audit_rows(request, form))
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    if fmt == "csv":
-        writer = csv.writer(_Echo())
-
-        def lines() -> Iterator[str]:
-            yield writer.writerow(EXPORT_FIELDS)
-            for record in records:
-                yield writer.writerow(
-                    [
-                        json.dumps(record[name]) if name in ("before", "after") else record[name]
-                        for name in EXPORT_FIELDS
-                    ]
-                )
-
-        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    else:
-        response = StreamingHttpResponse(
-            (json.dumps(record, ensure_ascii=False) + "\n" for record in records),
-            content_type="application/x-ndjson; charset=utf-8",
-        )
-    extension = "csv" if fmt == "csv" else "jsonl"
-    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{extension}"'
-    return response
-
-
-# --- entities and merges ----------------------------------------------------------
-
-
-def _entities_context(request: HttpRequest, merge_form: MergeForm | None = None) -> dict:
-    form = EntityFilterForm(request.GET or None, user=request.user)
-    entities = Entity.objects.filter(scope__in=Scope.objects.visible_to(request.user))
-    if form.is_valid():
-        if form.cleaned_data["scope"]:
-            entities = entities.filter(scope=form.cleaned_data["scope"])
-        if form.cleaned_data["q"]:
-            key = value_key(form.cleaned_data["q"])
-            entities = entities.filter(key__contains=key) | entities.filter(
-                alias_keys__contains=[key]
-            )
-    entities = entities.select_related("scope").order_by("scope__name", "key", "pk")
-    stewarded = steward_scopes(request.user)
-    merges = (
-        EntityMerge.objects.in_force()
-        .filter(scope__in=Scope.objects.visible_to(request.user))
-        .select_related("scope", "entity", "into", "actor")
-        .order_by("-at", "-id")
-    )
-    history = (
-        EntityMerge.objects.filter(scope__in=Scope.objects.visible_to(request.user))
-        .select_related("scope", "entity", "into", "actor", "undoes")
-        .order_by("-at", "-id")[:20]
-    )
-    is_steward = stewarded.exists()
-    return {
-        "form": form,
-        "page": paginate(request, entities, form),
-        "query": page_query(request),
-        "merges": merges,
-        "history": history,
-        "merge_form": merge_form or (MergeForm(user=request.user) if is_steward else None),
-        "stewarded_scope_ids": set(stewarded.values_list("pk", flat=True)),
-    }
-
-
-@require_GET
-@login_required
-def entities(request: HttpRequest) -> HttpResponse:
-    context = _entities_context(request)
-    template = "console/entities.html#entity-list" if request.htmx else "console/entities.html"
-    return render(request, template, context)
-
-
-@require_POST
-@login_required
-@refusals
-def merge(request: HttpRequest) -> HttpResponse:
-    form = MergeForm(request.POST, user=request.user)
-    if form.is_valid():
-        scope = form.cleaned_data["scope"]
-        found = {}
-        for name in ("entity", "into"):
-            entity = Entity.objects.filter(
-                scope=scope, key=value_key(form.cleaned_data[name])
-            ).first()
-            if entity is None:
-                form.add_error(name, f"No entity with that name in {scope.name}.")
-            found[name] = entity
-        if form.is_valid():
-            try:
-                merge_entities(
-                    actor=request.user,
-                    entity_id=found["entity"].pk,
-                    into_id=found["into"].pk,
-                    reason=form.cleaned_data["reason"],
-                )
-            except Rejected as error:
-                add_rejection(form, error)
-            else:
-                return done(
-                    request,
-                    f"Merged {found['entity'].name} into {found['into'].name}.",
-                    reverse("entities"),
-                )
-    return render(request, "console/entities.html", _entities_context(request, form), status=400)
-
-
-@require_POST
-@login_required
-@refusals
-def unmerge(request: HttpRequest, merge_id: int) -> HttpResponse:
-    form = UndoMergeForm(request.POST)
-    if form.is_valid():
-        try:
-            undo_merge(actor=request.user, merge_id=merge_id, reason=form.cleaned_data["reason"])
-        except Rejected as error:
-            add_rejection(form, error)
-        else:
-            return done(request, "The merge was undone.", reverse("entities"))
-    messages.error(request, "Undoing a merge needs a reason.")
-    return redirect("entities")

@@ -1,11 +1,13 @@
 """The dashboard, the candidates queue with batch review, and the challenges list."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import Count, Min, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -15,16 +17,8 @@ from admissions.actions import record_verdict
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
-from console.views.common import (
-    fill_small_relations,
-    page_query,
-    paginate,
-    refusals,
-    row_link,
-    steward_scopes,
-)
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.lookups import readable_fact
+from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
+from memories.errors import Forbidden, Rejected, StateConflict
 from memories.models import Bucket, Conflict, Fact, Scope
 from memories.roles import is_global_steward, steward_scope_ids
 
@@ -45,13 +39,13 @@ class Queue:
         return self.figures["count"]
 
     @property
-    def oldest(self):
+    def oldest(self) -> datetime | None:
         return self.figures["oldest"]
 
 
 @require_GET
 @login_required
-def dashboard(request: HttpRequest) -> HttpResponse:
+def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     """What waits for a human, in the viewer's scopes, and how long the oldest has waited."""
     scopes = Scope.objects.visible_to(request.user)
     conflicts = (
@@ -92,7 +86,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 # --- candidates -------------------------------------------------------------------------
 
 
-def _stewarded(user, scopes: dict[int, Scope]) -> list[int]:
+def _stewarded(user: User, scopes: dict[int, Scope]) -> list[int]:
     """The ids among the viewer's ``scopes`` in which ``user`` is a steward."""
     if is_global_steward(user):
         return list(scopes)
@@ -112,11 +106,7 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    # The small relations are filled in after the page is read (see
-    # fill_small_relations): joined here they cost more to plan than to run.
-    return (
-        candidates(scope_ids, filters).select_related(None).select_related("subject", "object_ref")
-    )
+    return candidates(scope_ids, filters)
 
 
 @dataclass(frozen=True)
@@ -129,14 +119,27 @@ class ReviewItem:
     why: str = ""
 
 
-def _review(request: HttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
+def _is_uuid(text: str) -> bool:
+    try:
+        UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
     """Apply one verdict with one ground to each selected candidate, each on its own."""
     verdict = form.cleaned_data["verdict"]
+    selected = form.cleaned_data["facts"]
+    readable = (
+        Fact.objects.readable_by(request.user)
+        .for_display()
+        .in_bulk([fact_id for fact_id in selected if _is_uuid(fact_id)])
+    )
     outcomes = []
-    for fact_id in form.cleaned_data["facts"]:
-        try:
-            found = readable_fact(request.user, fact_id)
-        except NotFound:
+    for fact_id in selected:
+        found = readable.get(UUID(fact_id)) if _is_uuid(fact_id) else None
+        if found is None:
             outcomes.append(ReviewItem(fact_id, fact_id, False, "not found"))
             continue
         label = str(found)
@@ -166,10 +169,10 @@ def _review(request: HttpRequest, form: BatchReviewForm) -> list[ReviewItem]:
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
-def candidates_queue(request: HttpRequest) -> HttpResponse:
+def candidates_queue(request: HtmxHttpRequest) -> HttpResponse:
     """System facts without a verdict, oldest first; several can be reviewed at once."""
     filters = CandidateFilterForm(request.GET or None, user=request.user)
-    # The filter's scopes serve the queue's rows and names too: one query.
+    # The filter's scopes also say where the viewer is a steward: one query for both.
     scopes = filters.visible_scopes()
     stewarded = _stewarded(request.user, scopes)
     if not stewarded:
@@ -185,10 +188,6 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
         else:
             status = 400
     page = paginate(request, _candidates(filters, stewarded), filters)
-    page.object_list = fill_small_relations(page.object_list, scopes)
-    link = row_link("fact")
-    for fact in page.object_list:
-        fact.url = link(fact.pk)
     context = {
         "form": filters,
         "batch": batch,
@@ -211,53 +210,46 @@ def candidates_queue(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
-def challenges(request: HttpRequest) -> HttpResponse:
+def challenges(request: HtmxHttpRequest) -> HttpResponse:
     """Challenges, open and resolved, with each account's flood cap in effect (SPEC §6)."""
     form = ChallengeFilterForm(request.GET or None, user=request.user)
     scopes = Scope.objects.visible_to(request.user)
-    rows = Record.objects.challenges().filter(scope__in=scopes)
-    state = "open"
+    state = (form.cleaned_data["state"] if form.is_valid() else "") or "open"
+    listed = {"open": Record.objects.open, "resolved": Record.objects.resolved}
+    rows = listed.get(state, Record.objects.challenges)().filter(scope__in=scopes)
     if form.is_valid():
-        state = form.cleaned_data["state"] or "open"
         if form.cleaned_data["scope"]:
-            scopes = scopes.filter(pk=form.cleaned_data["scope"].pk)
             rows = rows.filter(scope=form.cleaned_data["scope"])
         if form.cleaned_data["author"]:
             rows = rows.filter(author__username=form.cleaned_data["author"])
-    if state == "open":
-        rows = rows.exclude(pk__in=Record.objects.refutations().values("challenge_id"))
-    elif state == "resolved":
-        rows = rows.filter(pk__in=Record.objects.refutations().values("challenge_id"))
-    rows = rows.select_related(
-        "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
-    ).order_by("inserted_at", "id")
+    rows = (
+        rows.select_related(
+            "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+        )
+        .with_refuted()
+        .order_by("inserted_at", "id")
+    )
     page = paginate(request, rows, form)
 
     # The cap per account: one summary per scope on this page, not one per row.
     page_scopes = {record.scope for record in page}
     summaries = {scope.pk: challenge_summary(scope) for scope in page_scopes}
-    in_effect: set[UUID] = set()
+    suspending: set[UUID] = set()
     queued: set[UUID] = set()
     accounts = []
     for scope in sorted(page_scopes, key=lambda s: s.name):
         for usage in summaries[scope.pk]:
-            in_effect.update(usage.in_effect)
+            suspending.update(usage.in_effect)
             queued.update(usage.queued)
             accounts.append((scope, usage))
-    refuted = set(
-        Record.objects.refutations()
-        .filter(challenge__in=[record.pk for record in page])
-        .values_list("challenge_id", flat=True)
-    )
     context = {
         "form": form,
         "state": state,
         "page": page,
         "query": page_query(request),
         "accounts": accounts,
-        "in_effect": in_effect,
+        "in_effect": suspending,
         "queued": queued,
-        "refuted": refuted,
         "role_challenge": Role.CHALLENGE,
     }
     template = "console/challenges.html"

@@ -12,7 +12,7 @@ from django.test import Client
 from admissions.models import Record
 from console import admission_forms
 from console import forms as memory_forms
-from console.account_forms import TokenForm
+from console.forms import TokenForm
 from memories.actions import assert_fact
 from tests.api.conftest import fact_body
 

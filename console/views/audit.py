@@ -1,0 +1,139 @@
+"""The audit feed: every human action and automatic change in the viewer's scopes."""
+
+import csv
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, time
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from console.forms import AuditFilterForm
+from console.views.common import HtmxHttpRequest, page_query, paginate
+from memories.models import AuditEntry, Scope
+
+
+def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
+    """The entries the viewer may read that match the filters, with actor and scope loaded."""
+    rows = AuditEntry.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["scope"]:
+            rows = rows.filter(scope=data["scope"])
+        if data["who"] == "human":
+            rows = rows.filter(actor__isnull=False)
+        elif data["who"] == "automatic":
+            rows = rows.filter(actor__isnull=True)
+        if data["actor"]:
+            rows = rows.filter(actor__username=data["actor"])
+        if data["action"]:
+            rows = rows.filter(action=data["action"])
+        if data["target"]:
+            rows = rows.filter(target_id=data["target"])
+        if data["since"]:
+            rows = rows.filter(at__gte=datetime.combine(data["since"], time.min, tzinfo=UTC))
+        if data["until"]:
+            rows = rows.filter(at__lte=datetime.combine(data["until"], time.max, tzinfo=UTC))
+    return rows.select_related("actor", "scope")
+
+
+def audit_changes(before: dict | None, after: dict | None) -> list[tuple[str, str, str]]:
+    """What an entry changed, key by key: only the keys whose value differs."""
+    before, after = before or {}, after or {}
+    return [
+        (key, _shown(before.get(key)), _shown(after.get(key)))
+        for key in dict.fromkeys([*before, *after])
+        if before.get(key) != after.get(key)
+    ]
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+@require_GET
+@login_required
+def audit(request: HtmxHttpRequest) -> HttpResponse:
+    """Every human action and automatic change in the viewer's scopes, newest first."""
+    form = AuditFilterForm(request.GET or None, user=request.user)
+    rows = _audit_rows(request, form).order_by("-at", "-id")
+    page = paginate(request, rows, form)
+    for entry in page:
+        entry.changes = audit_changes(entry.before, entry.after)
+    context = {
+        "form": form,
+        "page": page,
+        "query": page_query(request),
+        "export_query": page_query(request),
+    }
+    template = "console/audit.html#audit-list" if request.htmx else "console/audit.html"
+    return render(request, template, context)
+
+
+EXPORT_FIELDS = ["id", "at", "scope", "actor", "action", "target_type", "target_id"]
+EXPORT_FIELDS += ["before", "after", "reason", "rule"]
+
+
+def _export_records(rows: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
+    # iterator() streams from a server-side cursor: an export of a million
+    # entries never sits in memory at once.
+    for entry in rows.order_by("at", "id").iterator(chunk_size=2_000):
+        yield {
+            "id": entry.id,
+            "at": entry.at.isoformat(),
+            "scope": entry.scope.name,
+            "actor": entry.actor.username if entry.actor else None,
+            "action": entry.action,
+            "target_type": entry.target_type,
+            "target_id": entry.target_id,
+            "before": entry.before,
+            "after": entry.after,
+            "reason": entry.reason,
+            "rule": entry.rule,
+        }
+
+
+class _Echo:
+    """A file-like object whose write() hands the line back, for csv.writer."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_GET
+@login_required
+def audit_export(request: HtmxHttpRequest, fmt: str) -> StreamingHttpResponse:
+    """The filtered feed, oldest first, as CSV or JSON Lines, streamed."""
+    form = AuditFilterForm(request.GET or None, user=request.user)
+    records = _export_records(_audit_rows(request, form))
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    if fmt == "csv":
+        writer = csv.writer(_Echo())
+
+        def lines() -> Iterator[str]:
+            yield writer.writerow(EXPORT_FIELDS)
+            for record in records:
+                yield writer.writerow(
+                    [
+                        json.dumps(record[name]) if name in ("before", "after") else record[name]
+                        for name in EXPORT_FIELDS
+                    ]
+                )
+
+        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(
+            (json.dumps(record, ensure_ascii=False) + "\n" for record in records),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+    extension = "csv" if fmt == "csv" else "jsonl"
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{extension}"'
+    return response

@@ -1,0 +1,27 @@
+"""The health page: is a background worker alive, and what work waits or failed (SPEC §10, §12)."""
+
+from datetime import timedelta
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from console.views.common import HtmxHttpRequest, steward_scopes
+from memories.health import background_health
+
+
+@require_GET
+@login_required
+def health(request: HtmxHttpRequest) -> HttpResponse:
+    """``memories.health.background_health()`` as a page, for stewards; anyone else gets a 404."""
+    if not steward_scopes(request.user).exists():
+        raise Http404
+    found = background_health()
+    oldest_queued_at = (
+        None
+        if found.oldest_queued_age_seconds is None
+        else found.checked_at - timedelta(seconds=found.oldest_queued_age_seconds)
+    )
+    context = {"health": found, "oldest_queued_at": oldest_queued_at}
+    return render(request, "console/health.html", context)
