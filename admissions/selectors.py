@@ -176,17 +176,8 @@ def fact_status_and_records(fact: Fact) -> tuple[Status | None, list[Record]]:
     if fact.bucket != Bucket.SYSTEM:
         return None, []
     with connection.cursor() as cursor:
-        cursor.execute(*status_and_records_query(fact))
-        return status_and_records_from_rows(fact, cursor.fetchall())
-
-
-def status_and_records_query(fact: Fact) -> tuple[str, list]:
-    """The statement of ``fact_status_and_records`` for a system fact, and its values."""
-    return _FACT_STATUS_AND_RECORDS_SQL, [fact.pk, fact.scope_id]
-
-
-def status_and_records_from_rows(fact: Fact, found: list[tuple]) -> tuple[Status, list[Record]]:
-    """``fact_status_and_records`` from the rows of ``status_and_records_query``."""
+        cursor.execute(_FACT_STATUS_AND_RECORDS_SQL, [fact.pk, fact.scope_id])
+        found = cursor.fetchall()
     status = _judged(fact, [row[:-2] for row in found])
     evidence = Record._meta.get_field("evidence")
     records = []

@@ -97,10 +97,15 @@ def readable_scope_ids(user) -> list[int] | None:
 
 
 def is_steward_of(user, scope) -> bool:
-    """Whether ``user`` may act as a steward in ``scope``."""
+    """Whether ``user`` may act as a steward in ``scope``.
+
+    From the ids ``steward_scope_ids`` remembers on the user object, not
+    guardian's ``has_perm``, which reads the permission tables again on
+    every call: a page asks this of several facts and scopes.
+    """
     if not user.is_authenticated or not user.is_active:
         return False
-    return is_global_steward(user) or user.has_perm(STEWARD_PERMISSION, scope)
+    return is_global_steward(user) or scope.pk in steward_scope_ids(user)
 
 
 def is_member_of(user, scope) -> bool:

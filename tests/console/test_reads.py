@@ -111,3 +111,47 @@ def test_fact_page_chain_stops_at_its_limit_each_way(as_steward, steward, monkey
     monkeypatch.setattr(facts, "CHAIN_LIMIT", 2)
     chain = as_steward.get(reverse("fact", args=[versions[3]])).context["chain"]
     assert [link.pk for link in chain] == versions[1:6]
+
+
+def _chain_link_by_link(fact, limit):
+    """The ORM twin of ``supersession_chain``: one query per link, each way."""
+    from memories.models import Fact
+
+    before, current = [], fact
+    while len(before) < limit:
+        replaced = Fact.objects.filter(superseded_by=current).order_by("recorded_at", "id").first()
+        if replaced is None:
+            break
+        before.insert(0, replaced)
+        current = replaced
+    after, current = [], fact
+    while len(after) < limit and current.superseded_by_id is not None:
+        current = Fact.objects.get(pk=current.superseded_by_id)
+        after.append(current)
+    return [*before, fact, *after]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 25])
+def test_the_supersession_chain_is_its_link_by_link_walk(steward, limit):
+    from memories.models import Fact
+    from memories.selectors import supersession_chain
+    from tests.conftest import at
+
+    from .conftest import write
+
+    versions = [
+        write(
+            steward, "ledger", "core/has-version", f"{n}.0", "code", now=at(f"2026-05-0{n}T09:00")
+        ).fact
+        for n in range(1, 7)
+    ]
+    # A branch: a fact recorded later that the fourth version superseded too
+    # (an import can say so); walking back, the first recorded wins.
+    stray = write(steward, "ledger", "core/uses", "stray", "code", now=at("2026-05-08T09:00"))
+    Fact.objects.filter(pk=stray.fact.pk).update(superseded_by=versions[3].pk)
+    alone = write(steward, "other", "core/uses", "alone", "code").fact
+    for fact in [*Fact.objects.filter(pk__in=[v.pk for v in versions]), stray.fact, alone]:
+        fact = Fact.objects.get(pk=fact.pk)
+        got = [link.pk for link in supersession_chain(fact, limit=limit)]
+        assert got == [link.pk for link in _chain_link_by_link(fact, limit)]
+    assert len(supersession_chain(alone, limit=limit)) == 1
