@@ -15,12 +15,11 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.forms import Form
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record, Role
@@ -32,7 +31,14 @@ from console.admission_forms import (
     RefuteForm,
     VerdictForm,
 )
-from console.views.common import add_rejection, done, page_query, paginate, refusals
+from console.views.common import (
+    HtmxHttpRequest,
+    add_rejection,
+    done,
+    page_query,
+    paginate,
+    refusals,
+)
 from memories.actions import may_end
 from memories.core.normalize import value_key
 from memories.errors import NotFound, Rejected
@@ -46,12 +52,6 @@ from memories.selectors import supersession_chain
 CHAIN_LIMIT = 25
 # How many receipts the fact page shows, the latest first.
 RECEIPTS_SHOWN = 50
-
-
-class HtmxHttpRequest(HttpRequest):
-    """A request that went through django-htmx's middleware."""
-
-    htmx: HtmxDetails
 
 
 # --- facts browser --------------------------------------------------------------------
