@@ -398,6 +398,25 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
         ids = readable_scope_ids(user)
         return self.all() if ids is None else self.filter(scope_id__in=ids)
 
+    def with_candidates(self) -> "ConflictQuerySet":
+        """Prefetch each conflict's members as ``candidates``, ordered as a page lists them.
+
+        See ``ConflictMemberQuerySet.candidates``.
+        """
+        return self.prefetch_related(
+            models.Prefetch(
+                "members", queryset=ConflictMember.objects.candidates(), to_attr="candidates"
+            )
+        )
+
+    def on_slot_of(self, conflict: "Conflict") -> "ConflictQuerySet":
+        """The other conflicts on ``conflict``'s slot: same scope, subject and predicate."""
+        return self.filter(
+            scope_id=conflict.scope_id,
+            subject_id=conflict.subject_id,
+            predicate_id=conflict.predicate_id,
+        ).exclude(pk=conflict.pk)
+
 
 class Conflict(models.Model):
     """Facts that contradict each other, open until a human rules (SPEC §3)."""
@@ -454,6 +473,24 @@ class MemberRole(models.TextChoices):
     EXISTING = "existing"
 
 
+class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
+    def candidates(self) -> "ConflictMemberQuerySet":
+        """The members as a conflict page lists them, with their facts for display.
+
+        Oldest recorded first, then by id: the candidates carry equal weight,
+        so their order never depends on confidence or trust (SPEC §9). Each
+        member's fact comes with its subject, predicate, object entity, source
+        type and author, in the one query that reads the members.
+        """
+        return self.select_related(
+            "fact__subject",
+            "fact__predicate",
+            "fact__object_ref",
+            "fact__source_type",
+            "fact__author",
+        ).order_by("fact__recorded_at", "fact_id")
+
+
 class ConflictMember(models.Model):
     """One fact's place in a conflict.
 
@@ -469,6 +506,8 @@ class ConflictMember(models.Model):
     role = models.CharField(max_length=10, choices=MemberRole.choices)
     disputes = models.BooleanField()
     kept = models.BooleanField(null=True, blank=True)
+
+    objects = ConflictMemberQuerySet.as_manager()
 
     class Meta:
         ordering = ["conflict", "fact__recorded_at", "fact_id"]
