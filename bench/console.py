@@ -403,6 +403,16 @@ def report(results: dict[str, Figures], sizes: tuple[int, int], runs: int) -> No
         )
     print()
     print("targets: growth (p95 at 10x / p95 at 1x) <= 1.3; vs SQL (console p95 / SQL p95) <= 10")
+    print()
+    # A p95 follows the machine's load as much as the page; the medians say
+    # whether a bad p95 is the page's or the load's.
+    print(f"medians, ms: {'page':<17} {'1x':>7} {'10x':>7} {'SQL 1x':>7} {'SQL 10x':>8}")
+    for name, figures in results.items():
+        middle = [statistics.median(figures.times[size][side]) for side in (0, 1) for size in sizes]
+        print(
+            f"{'':<13}{name:<17} {middle[0] * 1e3:>7.2f} {middle[1] * 1e3:>7.2f}"
+            f" {middle[2] * 1e3:>7.2f} {middle[3] * 1e3:>8.2f}"
+        )
 
 
 def grow(scope, steward, member, start: int, stop: int) -> None:

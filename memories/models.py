@@ -399,14 +399,16 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
         return self.all() if ids is None else self.filter(scope_id__in=ids)
 
     def with_candidates(self) -> "ConflictQuerySet":
-        """Prefetch each conflict's members as ``candidates``, ordered as a page lists them.
+        """Prefetch each conflict's members as ``candidates``, as a list of conflicts shows them.
 
-        See ``ConflictMemberQuerySet.candidates``.
+        In ``ConflictMemberQuerySet.in_order()``, each with what a row shows
+        of it: its fact's object (entity or literal) and source type.
         """
+        members = ConflictMember.objects.in_order().select_related(
+            "fact__object_ref", "fact__source_type"
+        )
         return self.prefetch_related(
-            models.Prefetch(
-                "members", queryset=ConflictMember.objects.candidates(), to_attr="candidates"
-            )
+            models.Prefetch("members", queryset=members, to_attr="candidates")
         )
 
     def on_slot_of(self, conflict: "Conflict") -> "ConflictQuerySet":
@@ -474,21 +476,27 @@ class MemberRole(models.TextChoices):
 
 
 class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
-    def candidates(self) -> "ConflictMemberQuerySet":
-        """The members as a conflict page lists them, with their facts for display.
+    def in_order(self) -> "ConflictMemberQuerySet":
+        """Oldest recorded first, then by id: the order every page lists candidates in.
 
-        Oldest recorded first, then by id: the candidates carry equal weight,
-        so their order never depends on confidence or trust (SPEC §9). Each
-        member's fact comes with its subject, predicate, object entity, source
-        type and author, in the one query that reads the members.
+        The candidates carry equal weight, so their order never depends on
+        confidence or trust (SPEC §9).
         """
-        return self.select_related(
+        return self.order_by("fact__recorded_at", "fact_id")
+
+    def candidates(self) -> "ConflictMemberQuerySet":
+        """The members as a conflict page shows them: ``in_order()``, with their facts.
+
+        Each member's fact comes with its subject, predicate, object entity,
+        source type and author, in the one query that reads the members.
+        """
+        return self.in_order().select_related(
             "fact__subject",
             "fact__predicate",
             "fact__object_ref",
             "fact__source_type",
             "fact__author",
-        ).order_by("fact__recorded_at", "fact_id")
+        )
 
 
 class ConflictMember(models.Model):
