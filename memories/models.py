@@ -398,6 +398,27 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
         ids = readable_scope_ids(user)
         return self.all() if ids is None else self.filter(scope_id__in=ids)
 
+    def with_candidates(self) -> "ConflictQuerySet":
+        """Prefetch each conflict's members as ``candidates``, as a list of conflicts shows them.
+
+        In ``ConflictMemberQuerySet.in_order()``, each with what a row shows
+        of it: its fact's object (entity or literal) and source type.
+        """
+        members = ConflictMember.objects.in_order().select_related(
+            "fact__object_ref", "fact__source_type"
+        )
+        return self.prefetch_related(
+            models.Prefetch("members", queryset=members, to_attr="candidates")
+        )
+
+    def on_slot_of(self, conflict: "Conflict") -> "ConflictQuerySet":
+        """The other conflicts on ``conflict``'s slot: same scope, subject and predicate."""
+        return self.filter(
+            scope_id=conflict.scope_id,
+            subject_id=conflict.subject_id,
+            predicate_id=conflict.predicate_id,
+        ).exclude(pk=conflict.pk)
+
 
 class Conflict(models.Model):
     """Facts that contradict each other, open until a human rules (SPEC §3)."""
@@ -454,6 +475,30 @@ class MemberRole(models.TextChoices):
     EXISTING = "existing"
 
 
+class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
+    def in_order(self) -> "ConflictMemberQuerySet":
+        """Oldest recorded first, then by id: the order every page lists candidates in.
+
+        The candidates carry equal weight, so their order never depends on
+        confidence or trust (SPEC §9).
+        """
+        return self.order_by("fact__recorded_at", "fact_id")
+
+    def candidates(self) -> "ConflictMemberQuerySet":
+        """The members as a conflict page shows them: ``in_order()``, with their facts.
+
+        Each member's fact comes with its subject, predicate, object entity,
+        source type and author, in the one query that reads the members.
+        """
+        return self.in_order().select_related(
+            "fact__subject",
+            "fact__predicate",
+            "fact__object_ref",
+            "fact__source_type",
+            "fact__author",
+        )
+
+
 class ConflictMember(models.Model):
     """One fact's place in a conflict.
 
@@ -469,6 +514,8 @@ class ConflictMember(models.Model):
     role = models.CharField(max_length=10, choices=MemberRole.choices)
     disputes = models.BooleanField()
     kept = models.BooleanField(null=True, blank=True)
+
+    objects = ConflictMemberQuerySet.as_manager()
 
     class Meta:
         ordering = ["conflict", "fact__recorded_at", "fact_id"]

@@ -90,7 +90,7 @@ def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
     def listed(client, **query):
         response = client.get(reverse("conflicts"), query)
         assert response.status_code == 200
-        return [item["pk"] for item in response.context["page"]]
+        return [item.pk for item in response.context["page"]]
 
     opened = sorted([world.conflict, second, elsewhere], key=lambda c: (c.opened_at, c.pk))
     assert listed(as_steward) == [c.pk for c in opened]
@@ -452,7 +452,7 @@ def test_conflict_queue_pages_in_order_past_the_end_and_beyond_the_window(
 
     def page(**query):
         response = as_steward.get(reverse("conflicts"), {"per_page": 5, **query})
-        return [item["pk"] for item in response.context["page"]], response
+        return [item.pk for item in response.context["page"]], response
 
     assert page()[0] == everything[:5]
     assert page(page=2)[0] == everything[5:10]
