@@ -5,16 +5,13 @@ filter by what the caller may see in the query itself: anything outside it
 answers exactly as a missing row does (``NotFound``).
 """
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
 import psycopg
-from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Model
 
 from memories.core.normalize import value_key
 from memories.errors import NotFound
@@ -38,87 +35,6 @@ def hot_cursor() -> Iterator[psycopg.Cursor]:
     connection.ensure_connection()
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
         yield cursor
-
-
-class Columns:
-    """Some of a model's columns in a raw SELECT, and the instance built back from them.
-
-    For the console's hot reads, run with :func:`rows`: building the same
-    query through the ORM cost more Python than the rest of the page.
-    ``names`` defaults to every concrete field; an instance built from fewer
-    defers the rest, as ``only()`` would. Values go through the fields' own
-    converters (a JSON column arrives as text), as the ORM does.
-    """
-
-    def __init__(self, model: type[Model], alias: str, names: Sequence[str] = ()) -> None:
-        fields = [
-            field
-            for field in model._meta.concrete_fields
-            if not names or field.name in names or field.attname in names
-        ]
-        self.model = model
-        self.sql = ", ".join(f"{alias}.{field.column}" for field in fields)
-        self.width = len(fields)
-        self._attnames = [field.attname for field in fields]
-        self._converters = [
-            (index, converter)
-            for index, field in enumerate(fields)
-            for converter in field.get_db_converters(connection)
-        ]
-
-    def build(self, row: Sequence[Any], start: int = 0) -> Any:
-        """The instance from ``row[start:start + width]``; None for a LEFT JOIN's empty side."""
-        values = list(row[start : start + self.width])
-        if values[0] is None:
-            return None
-        for index, converter in self._converters:
-            values[index] = converter(values[index], None, connection)
-        return self.model.from_db(connection.alias, self._attnames, values)
-
-
-def rows(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
-    """All rows of ``sql`` on Django's connection, the values bound by the server.
-
-    Prepared, like the write path's statements (see :func:`hot_cursor`):
-    PostgreSQL parses and plans it once per connection. Logged like an ORM
-    query whenever Django logs queries (DEBUG, or a test's
-    ``django_assert_num_queries``), so the console's query counts see it.
-    """
-    started = time.perf_counter()
-    with hot_cursor() as cursor:
-        cursor.execute(sql, params, prepare=True)
-        found = cursor.fetchall()
-    if connection.queries_logged:
-        connection.queries_log.append(
-            {"sql": sql, "time": f"{time.perf_counter() - started:.3f}", "params": params}
-        )
-    return found
-
-
-def batch(*statements: tuple[str, Sequence[Any] | dict[str, Any]]) -> list[list[tuple]]:
-    """The rows of each statement, the statements sent to PostgreSQL together.
-
-    psycopg's pipeline mode sends them all before reading any answer (one
-    round trip), each prepared like :func:`rows`'s. For reads that do not
-    depend on each other. Each is logged like an ORM query.
-    """
-    started = time.perf_counter()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        cursors = [psycopg.Cursor(connection.connection) for _ in statements]
-        try:
-            with connection.connection.pipeline():
-                for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                    cursor.execute(sql, params, prepare=True)
-            found = [cursor.fetchall() for cursor in cursors]
-        finally:
-            for cursor in cursors:
-                cursor.close()
-    if connection.queries_logged:
-        took = f"{time.perf_counter() - started:.3f}"
-        for sql, params in statements:
-            connection.queries_log.append({"sql": sql, "time": took, "params": params})
-    return found
 
 
 def writable_scope(actor, name: str) -> Scope:
@@ -150,45 +66,6 @@ def readable_fact(actor, fact_id: UUID | str) -> Fact:
         return Fact.objects.readable_by(actor).for_display().get(pk=fact_uuid)
     except Fact.DoesNotExist:
         raise NotFound("fact") from None
-
-
-FACT = Columns(Fact, "f")
-_USERS = get_user_model()._meta.db_table
-_ENTITIES = Entity._meta.db_table
-
-# A fact row: the fact's columns, then the names of its scope, subject and
-# object entity (or NULL) and its author's username. By a lookup each, not
-# joins: with four more tables to join PostgreSQL spent longer choosing a
-# join order (0.5 to 1.4 ms) than reading the rows.
-FACT_ROW_COLUMNS = f"""{FACT.sql},
-    (SELECT s.name FROM {Scope._meta.db_table} s WHERE s.id = f.scope_id),
-    (SELECT e.name FROM {_ENTITIES} e WHERE e.id = f.subject_id),
-    (SELECT o.name FROM {_ENTITIES} o WHERE o.id = f.object_ref_id),
-    (SELECT u.username FROM {_USERS} u WHERE u.id = f.author_id)"""
-FACT_ROW_WIDTH = FACT.width + 4
-
-
-def fact_from_row(row: Sequence[Any], start: int = 0) -> Fact:
-    """A fact from FACT_ROW_COLUMNS, with its scope, subject, object entity and author.
-
-    Those four carry their names (the author its username) and ids: the
-    console shows nothing else of them, and any other field is read on
-    first use, as after ``only()``.
-    """
-    fact = FACT.build(row, start)
-    scope, subject, obj, author = row[start + FACT.width : start + FACT_ROW_WIDTH]
-    alias = connection.alias
-    fact.scope = Scope.from_db(alias, ["id", "name"], [fact.scope_id, scope])
-    fact.subject = Entity.from_db(
-        alias, ["id", "scope_id", "name"], [fact.subject_id, fact.scope_id, subject]
-    )
-    fact.object_ref = (
-        Entity.from_db(alias, ["id", "scope_id", "name"], [fact.object_ref_id, fact.scope_id, obj])
-        if fact.object_ref_id is not None
-        else None
-    )
-    fact.author = get_user_model().from_db(alias, ["id", "username"], [fact.author_id, author])
-    return fact
 
 
 def find_entity(scope: Scope, name: str) -> Entity | None:

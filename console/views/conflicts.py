@@ -12,30 +12,28 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from admissions.selectors import fact_statuses
 from console import timeline
 from console.forms import ConflictFilterForm, ResolveForm
-from console.views.common import add_rejection, done, page_query, paginate, refusals
+from console.views.common import (
+    HtmxHttpRequest,
+    add_rejection,
+    done,
+    page_query,
+    paginate,
+    refusals,
+)
 from memories.actions import may_resolve, resolve_conflict
 from memories.core.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
 from memories.lookups import visible_conflict
 from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate
-
-
-class HtmxHttpRequest(HttpRequest):
-    """A request through django-htmx's middleware, from a signed-in account (``login_required``)."""
-
-    htmx: HtmxDetails
-    user: User
-
 
 SLOT_HISTORY_LIMIT = 60
 EARLIER_LIMIT = 20

@@ -1,25 +1,9 @@
-"""Row links built once per page are the very paths ``reverse`` gives."""
-
-import uuid
+"""Queue rows link to their own pages."""
 
 import pytest
-from django.urls import NoReverseMatch, reverse
-
-from console.views.common import row_link
+from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.mark.parametrize("name", ["conflict", "fact", "conflict-resolve", "challenge-refute"])
-def test_a_row_link_is_the_reversed_path_for_every_id(name):
-    link = row_link(name)
-    for pk in [uuid.uuid4() for _ in range(20)] + [uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)]:
-        assert link(pk) == reverse(name, args=[pk])
-
-
-def test_a_route_without_one_uuid_is_refused():
-    with pytest.raises((ValueError, NoReverseMatch)):
-        row_link("subject")
 
 
 def test_queue_rows_link_to_their_own_pages(as_steward, world):
