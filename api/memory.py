@@ -3,7 +3,7 @@
 Each operation checks its input, calls one action or selector and shapes the
 answer; authorization lives in the actions (404 for anything outside the
 caller's scopes, 403 for a member attempting a steward action). Every error
-is rendered by ``api.app``.
+is rendered by ``api.errors``.
 
 The Fact shape carries each fact's admission status, and recall serves only
 admitted ``system`` facts: both come from ``admissions``, which this face
