@@ -19,7 +19,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.core import signing
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import register_converter
 from django.utils import timezone
@@ -94,7 +94,7 @@ class Admission:
 USER_BUCKET_EXPLANATION = "a user bucket fact is private to its author and needs no admission"
 
 
-def admissions_of(facts: Sequence[Fact]) -> dict[Any, Admission]:
+def admissions_of(facts: Sequence[Fact]) -> dict[UUID, Admission]:
     """Each fact's admission (status None for the ``user`` bucket), in one statement."""
     found = fact_statuses(facts)
     return {
@@ -231,7 +231,7 @@ def decode_cursor(cursor: str | None, *, listing: str) -> list[Any] | None:
 
 
 def keyset_page(
-    rows, page: Page, *, fields: tuple[str, str], listing: str
+    rows: QuerySet, page: Page, *, fields: tuple[str, str], listing: str
 ) -> tuple[list, str | None]:
     """One page of ``rows`` ordered by ``fields`` (a time, then the id), after the cursor."""
     time_field, id_field = fields
