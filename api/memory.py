@@ -3,7 +3,7 @@
 Each operation checks its input, calls one action or selector and shapes the
 answer; authorization lives in the actions (404 for anything outside the
 caller's scopes, 403 for a member attempting a steward action). Every error
-is rendered by ``api.app``.
+is rendered by ``api.errors``.
 
 The Fact shape carries each fact's admission status, and recall serves only
 admitted ``system`` facts: both come from ``admissions``, which this face
@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.core import signing
-from django.db import connection
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import register_converter
 from django.utils import timezone
@@ -62,8 +62,7 @@ from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
 from memories.lookups import readable_fact
-from memories.models import Bucket, Conflict, ConflictMember, Fact, Outcome, Scope
-from memories.roles import is_global_steward, steward_scope_ids
+from memories.models import Bucket, Conflict, Fact, Outcome, Scope
 
 router = Router(tags=["memories"])
 
@@ -96,7 +95,7 @@ class Admission:
 USER_BUCKET_EXPLANATION = "a user bucket fact is private to its author and needs no admission"
 
 
-def admissions_of(facts: Sequence[Fact]) -> dict[Any, Admission]:
+def admissions_of(facts: Sequence[Fact]) -> dict[UUID, Admission]:
     """Each fact's admission (status None for the ``user`` bucket), in one statement."""
     found = fact_statuses(facts)
     return {
@@ -119,7 +118,7 @@ def admission_of_new(fact: Fact) -> Admission:
 # --- presenting facts ---------------------------------------------------------------
 
 
-def caller(request: HttpRequest):
+def caller(request: HttpRequest) -> User:
     """The account behind the request's token (never the session's user)."""
     return request.auth.user  # type: ignore[attr-defined]
 
@@ -129,20 +128,16 @@ def present_facts(facts: Sequence[Fact], *, at: datetime) -> list[dict[str, Any]
     if not facts:
         return []
     statuses = admissions_of(facts)
-    with connection.cursor() as cursor:
-        cursor.execute(_DISPUTED_SQL, [[fact.pk for fact in facts]])
-        disputed = {row[0] for row in cursor.fetchall()}
+    disputed = set(
+        Fact.objects.filter(pk__in=[fact.pk for fact in facts])
+        .disputed()
+        .order_by()
+        .values_list("pk", flat=True)
+    )
     return [
         _fact_body(fact, at=at, admission=statuses[fact.pk], disputed=fact.pk in disputed)
         for fact in facts
     ]
-
-
-_DISPUTED_SQL = f"""
-SELECT m.fact_id FROM {ConflictMember._meta.db_table} m
-  JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
- WHERE m.fact_id = ANY(%s) AND m.disputes AND c.resolved_at IS NULL
-"""
 
 
 def present_fact(fact: Fact, *, at: datetime) -> dict[str, Any]:
@@ -237,7 +232,7 @@ def decode_cursor(cursor: str | None, *, listing: str) -> list[Any] | None:
 
 
 def keyset_page(
-    rows, page: Page, *, fields: tuple[str, str], listing: str
+    rows: QuerySet, page: Page, *, fields: tuple[str, str], listing: str
 ) -> tuple[list, str | None]:
     """One page of ``rows`` ordered by ``fields`` (a time, then the id), after the cursor."""
     time_field, id_field = fields
@@ -301,7 +296,8 @@ def present_invalidation(result: InvalidateResult) -> dict[str, Any]:
 # --- truth -------------------------------------------------------------------------
 
 
-def readable_scope(actor, name: str) -> Scope:
+def readable_scope(actor: User, name: str) -> Scope:
+    """The scope named ``name``; 404 when it is missing or ``actor`` may not read it."""
     scope = Scope.objects.visible_to(actor).filter(name=name).first()
     if scope is None:
         raise NotFound("scope")
@@ -424,17 +420,6 @@ def present_outcome(outcome: Outcome) -> dict[str, Any]:
 # --- conflicts ---------------------------------------------------------------------
 
 
-def visible_conflicts(actor):
-    """Conflicts in the caller's scopes; one among ``user`` facts only for their author."""
-    conflicts = Conflict.objects.visible_to(actor)
-    if is_global_steward(actor):
-        return conflicts
-    others_private = ConflictMember.objects.filter(
-        Q(fact__bucket="user") & ~Q(fact__author=actor), conflict=OuterRef("pk")
-    )
-    return conflicts.filter(Q(scope_id__in=steward_scope_ids(actor)) | ~Exists(others_private))
-
-
 @router.get("/conflicts", response={200: ConflictPage, **READ_ERRORS})
 def get_conflicts(request: HttpRequest, query: Query[ConflictQuery]):
     """Conflicts with their candidates, oldest first."""
@@ -442,9 +427,9 @@ def get_conflicts(request: HttpRequest, query: Query[ConflictQuery]):
     return conflicts_answer(caller(request), query)
 
 
-def conflicts_answer(actor, query: ConflictQuery) -> dict[str, Any]:
+def conflicts_answer(actor: User, query: ConflictQuery) -> dict[str, Any]:
     """The body of ``GET /conflicts`` for ``actor`` (also MCP's ``list_conflicts``)."""
-    conflicts = visible_conflicts(actor).select_related("scope", "resolved_by")
+    conflicts = Conflict.objects.readable_by(actor).for_display()
     if query.scope is not None:
         conflicts = conflicts.filter(scope=readable_scope(actor, query.scope))
     if query.status == "open":
@@ -456,32 +441,23 @@ def conflicts_answer(actor, query: ConflictQuery) -> dict[str, Any]:
 
 
 def present_conflicts(conflicts: Sequence[Conflict]) -> list[dict[str, Any]]:
-    members = list(
-        ConflictMember.objects.filter(conflict__in=conflicts)
-        .select_related(
-            "fact__scope",
-            "fact__subject",
-            "fact__predicate",
-            "fact__object_ref",
-            "fact__source_type",
-            "fact__author",
-        )
-        .order_by("conflict_id", "fact__recorded_at", "fact_id")
-    )
-    now = timezone.now()
-    bodies = {body["id"]: body for body in present_facts([m.fact for m in members], at=now)}
-    by_conflict: dict[UUID, list[dict]] = {}
-    for member in members:
-        by_conflict.setdefault(member.conflict_id, []).append(
-            {**bodies[member.fact_id], "role": member.role}
-        )
+    """The Conflict shape of each conflict (read with ``Conflict.objects.for_display()``).
+
+    The members' facts are presented together, so their statuses and
+    disputed flags are read once for the page, whatever its size.
+    """
+    members = {conflict.pk: list(conflict.members.all()) for conflict in conflicts}
+    facts = [member.fact for page in members.values() for member in page]
+    bodies = {body["id"]: body for body in present_facts(facts, at=timezone.now())}
     return [
         {
             "id": conflict.pk,
             "scope": conflict.scope.name,
             "kind": conflict.kind,
             "status": "open" if conflict.is_open else "resolved",
-            "facts": by_conflict.get(conflict.pk, []),
+            "facts": [
+                {**bodies[member.fact_id], "role": member.role} for member in members[conflict.pk]
+            ],
             "opened_at": conflict.opened_at,
             "resolution": conflict.resolution or None,
             "resolved_by": conflict.resolved_by.get_username() if conflict.resolved_by else None,
@@ -502,7 +478,7 @@ def post_resolution(request: HttpRequest, conflict_id: str, payload: ResolveIn):
         keep=payload.keep or (),
         reason=payload.reason,
     )
-    conflict = Conflict.objects.select_related("scope", "resolved_by").get(pk=conflict.pk)
+    conflict = Conflict.objects.for_display().get(pk=conflict.pk)
     return present_conflicts([conflict])[0]
 
 

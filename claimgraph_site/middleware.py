@@ -2,7 +2,7 @@
 
 Sessions, the signed-in user, flash messages, htmx details and static files
 serve the console's pages only. The API authenticates by bearer token alone
-and never reads a session, a cookie or ``request.user`` (``api.app``),
+and never reads a session, a cookie or ``request.user`` (``api.auth``),
 so for a request under ``/api/v1/`` each of these hands the request straight
 on: an agent's write pays for none of them. What guards every response stays
 on every path, in the settings' order: SecurityMiddleware (HTTPS, HSTS,
@@ -29,7 +29,7 @@ from django.http import FileResponse, HttpRequest, HttpResponseBase
 from django_htmx.middleware import HtmxMiddleware as _Htmx
 from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
 
-from api.app import API_PREFIX
+from api import API_PREFIX
 
 
 def _console_only(middleware: type) -> type:

@@ -9,7 +9,7 @@ reads both first, before any view or other middleware does, and answers a
 refusal with the console's own 400 page in either mode.
 
 Requests under ``/api/v1/`` are passed straight on: the API answers its own
-errors in JSON (``api.app``).
+errors in JSON (``api.errors``).
 """
 
 import logging
@@ -23,7 +23,7 @@ from django.template.defaultfilters import filesizeformat
 from django.template.loader import render_to_string
 from django.utils.formats import number_format
 
-from api.app import API_PREFIX
+from api import API_PREFIX
 
 # The content types whose body Django parses into request.POST.
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

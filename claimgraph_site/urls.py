@@ -20,5 +20,5 @@ urlpatterns = [
 
 # Django's answers to a request refused before any view (a bad Host header) or
 # failing outside one: JSON under /api/v1/, Django's own pages elsewhere.
-handler400 = "api.app.bad_request"
-handler500 = "api.app.server_error_page"
+handler400 = "api.errors.bad_request"
+handler500 = "api.errors.server_error_page"

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Exists, F, Func, OuterRef, Q
+from django.db.models import Exists, F, Func, OuterRef, Prefetch, Q
 from django.db.models.functions import MD5
 
 from memories.core.confidence import effective_confidence, fact_decays
@@ -186,6 +186,10 @@ class FactQuerySet(models.QuerySet["Fact"]):
     def undisputed(self, *, known_at: datetime | None = None) -> "FactQuerySet":
         return self.with_disputed(known_at=known_at).filter(disputed=False)
 
+    def disputed(self, *, known_at: datetime | None = None) -> "FactQuerySet":
+        """The disputed members of a conflict open then: what the Fact shape calls ``disputed``."""
+        return self.with_disputed(known_at=known_at).filter(disputed=True)
+
     def readable_by(self, user) -> "FactQuerySet":
         """Who may read a fact (SPEC §6), the one statement of it.
 
@@ -203,9 +207,11 @@ class FactQuerySet(models.QuerySet["Fact"]):
         )
 
     def for_display(self) -> "FactQuerySet":
-        return self.select_related(
-            "scope", "subject", "predicate", "object_ref", "source_type", "author"
-        )
+        return self.select_related(*FACT_DISPLAY_RELATIONS)
+
+
+# What a fact's display reads beyond its own row (``FactQuerySet.for_display``).
+FACT_DISPLAY_RELATIONS = ("scope", "subject", "predicate", "object_ref", "source_type", "author")
 
 
 class InvalidationKind(models.TextChoices):
@@ -418,6 +424,40 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
             subject_id=conflict.subject_id,
             predicate_id=conflict.predicate_id,
         ).exclude(pk=conflict.pk)
+
+    def readable_by(self, user) -> "ConflictQuerySet":
+        """The conflicts ``user`` may read (SPEC §6).
+
+        Those in the scopes ``user`` may read (``visible_to``), except that one
+        with a member in another account's ``user`` bucket is read only by a
+        steward of its scope: a private fact is not shown through its conflict.
+        A global steward reads every conflict.
+        """
+        ids = readable_scope_ids(user)
+        if ids is None:  # a global steward
+            return self.all()
+        if not ids:
+            return self.none()
+        others_private = ConflictMember.objects.filter(
+            Q(fact__bucket=Bucket.USER) & ~Q(fact__author=user), conflict=OuterRef("pk")
+        )
+        return self.filter(scope_id__in=ids).filter(
+            Q(scope_id__in=steward_scope_ids(user)) | ~Exists(others_private)
+        )
+
+    def for_display(self) -> "ConflictQuerySet":
+        """With what a conflict's display reads: its scope, its ruler, its members' facts.
+
+        The members come in one more query for the whole page, in the
+        members' order (by the facts' recording), each with its fact and
+        what the fact's display reads.
+        """
+        members = ConflictMember.objects.select_related(
+            "fact", *(f"fact__{name}" for name in FACT_DISPLAY_RELATIONS)
+        ).order_by("conflict_id", "fact__recorded_at", "fact_id")
+        return self.select_related("scope", "resolved_by").prefetch_related(
+            Prefetch("members", queryset=members)
+        )
 
 
 class Conflict(models.Model):

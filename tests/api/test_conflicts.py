@@ -66,6 +66,15 @@ def test_a_conflict_among_another_members_private_facts_is_not_listed(member, au
     assert len(agent_for(author).get("/conflicts").json()["results"]) == 1
 
 
+def test_stewards_of_the_scope_list_a_conflict_among_private_facts(
+    member, author, steward, scope_steward, outsider, agent_for
+):
+    outranked(author, bucket="user")
+    assert len(agent_for(scope_steward).get("/conflicts").json()["results"]) == 1
+    assert len(agent_for(steward).get("/conflicts").json()["results"]) == 1
+    assert agent_for(outsider).get("/conflicts").json()["results"] == []
+
+
 def test_a_steward_keeps_one_candidate_and_the_other_is_invalidated(member, steward, agent_for):
     code, note, conflict = outranked(member)
     response = agent_for(steward).post(

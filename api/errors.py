@@ -1,0 +1,281 @@
+"""Every refusal under /api/v1/ in the API's JSON shape ``{"code", "message", "field"?}``.
+
+Whatever goes wrong under /api/v1/ answers in that shape (SPEC §10): an
+unknown path, a method a path does not take, a body that is too large, not
+JSON or not UTF-8, too many query parameters, even a defect of ours (a 500,
+logged); never an HTML page. ``HANDLERS`` maps each exception to its answer
+for ``api.app`` to install; ``bad_request`` and ``server_error_page`` are
+Django's handler400 and handler500 (``claimgraph_site.urls``), and
+``unavailable_answer`` the 503 of an outage (``claimgraph_site.outages``).
+"""
+
+import logging
+from collections.abc import Callable
+from functools import wraps
+from inspect import iscoroutinefunction
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
+from django.core.signals import got_request_exception
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.utils.log import log_response
+from django.views import defaults
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from accounts.tokens import RateLimited
+from api import API_PREFIX
+from api.bodies import CONTENT_TYPE, RENDERER, NotUtf8, UnsupportedBody
+from api.schemas import EvidenceItem
+from memories.errors import (
+    OUTAGE_ERRORS,
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE_MESSAGE,
+    Forbidden,
+    NotFound,
+    Rejected,
+    StateConflict,
+)
+
+logger = logging.getLogger("claimgraph_site.outages")
+
+
+def error(
+    request: HttpRequest, status: int, code: str, message: str, field: str | None = None
+) -> HttpResponse:
+    """The error shape, rendered as every answer of the API is."""
+    body: dict[str, str] = {"code": code, "message": message}
+    if field:
+        body["field"] = field
+    content = RENDERER.render(request, body, response_status=status)
+    return HttpResponse(content, status=status, content_type=CONTENT_TYPE)
+
+
+def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = error(
+        request,
+        401,
+        "unauthenticated",
+        "a valid API token is required: send Authorization: Bearer <token>",
+    )
+    response["WWW-Authenticate"] = 'Bearer realm="claimgraph"'
+    return response
+
+
+def rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    response = error(
+        request,
+        429,
+        "rate_limited",
+        f"this token has used its {settings.CLAIMGRAPH_API_WRITE_RATE} writes a minute;"
+        f" try again in {exc.retry_after} s",
+    )
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+def rejected(request: HttpRequest, exc: Rejected) -> HttpResponse:
+    return error(request, 400, "invalid", f"{exc.field} {exc.message}", exc.field)
+
+
+def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    # Report the first problem, named by its field (the schema's own words).
+    first = exc.errors[0] if exc.errors else {}
+    field = _field_name(first.get("loc", ()))
+    # Our own checks raise ValueError, which pydantic prefixes with words
+    # that tell a client nothing.
+    message = first.get("msg", "invalid input").removeprefix("Value error, ")
+    return error(request, 400, "invalid", f"{field}: {message}" if field else message, field)
+
+
+def _field_name(loc: tuple | list) -> str | None:
+    # ninja's locations read ("body", "<parameter>", "confidence") or
+    # ("query", "scope"); list positions are kept so a bad evidence item
+    # reads "evidence.2.ref".
+    parts = [str(part) for part in loc[1:] if str(part) not in _NOT_FIELDS]
+    if parts and parts[0] in _BODY_PARAMETERS:
+        parts = parts[1:]
+    return ".".join(part for part in parts if "[" not in part) or None
+
+
+# The names the routers give their body parameters, never a field of a body;
+# and the tags pydantic adds to a location inside a union or validator: a
+# type's name, or a model's class name (an evidence item is a model or a string).
+_BODY_PARAMETERS = frozenset({"payload"})
+_NOT_FIELDS = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "none", EvidenceItem.__name__}
+)
+
+
+def too_large(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error(request, 413, "too_large", f"the request body is larger than {limit} bytes")
+
+
+def too_many_parameters(request: HttpRequest, exc: TooManyFieldsSent) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    return error(
+        request, 400, "too_many_parameters", f"the request has more than {limit} parameters"
+    )
+
+
+def suspicious(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+    # What Django answers with its HTML 400 page; the specific kinds above
+    # (too large, too many parameters) have their own codes.
+    return error(request, 400, "bad_request", "the request is malformed")
+
+
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # django-ninja raises HttpError(400) for any body its parser refused,
+    # with the parser's exception as the cause.
+    cause = exc.__cause__
+    if isinstance(cause, RequestDataTooBig):
+        return too_large(request, cause)
+    if isinstance(cause, UnsupportedBody):
+        return error(
+            request,
+            415,
+            "unsupported_media_type",
+            "the request body must be JSON in UTF-8, sent as Content-Type: application/json",
+        )
+    if isinstance(cause, NotUtf8):
+        return error(request, 400, "malformed", "the request body is not UTF-8")
+    if exc.status_code == 400:
+        return error(request, 400, "malformed", "the request body is not valid JSON")
+    return error(request, exc.status_code, "error", str(exc))
+
+
+def not_found(request: HttpRequest, exc: NotFound) -> HttpResponse:
+    # The same body whether the row is missing or outside the caller's
+    # scopes: the answer must not confirm that it exists.
+    return error(request, 404, "not_found", f"{exc.what} not found")
+
+
+def http_404(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error(request, 404, "not_found", "not found")
+
+
+def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
+    return error(request, 403, "forbidden", str(exc))
+
+
+def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
+    return error(request, 409, "state_conflict", str(exc))
+
+
+def server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """A defect of ours, not bad input: a 500, but in the API's shape, never a page.
+
+    Logged with its traceback and signalled as Django signals an uncaught
+    exception, so error reporting (and the test client, which re-raises it)
+    still sees it. A more specific handler (an outage's 503) comes first.
+    """
+    got_request_exception.send(sender=None, request=request)
+    response = error(request, 500, "server_error", "the server failed; the failure is logged")
+    # As Django logs an uncaught exception (logger django.request, with the
+    # traceback), and once: the response is marked as logged.
+    log_response(
+        "Internal Server Error: %s", request.path, response=response, request=request, exception=exc
+    )
+    return response
+
+
+def unavailable_answer(request: HttpRequest) -> HttpResponse:
+    """The database unreachable: 503 "unavailable" with Retry-After, never cached.
+
+    Also what the site's outage middleware answers under /api/v1/ for an
+    outage raised outside an operation (claimgraph_site.outages).
+    """
+    response = error(request, 503, "unavailable", UNAVAILABLE_MESSAGE)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Without this django-ninja would answer an outage itself with DEBUG on,
+    # as a 500 with a text traceback.
+    logger.warning(
+        "database unavailable, answered 503 to %s %s: %s: %s",
+        request.method,
+        request.path,
+        type(exc).__name__,
+        str(exc).strip(),
+    )
+    return unavailable_answer(request)
+
+
+# Each exception's answer. django-ninja picks the handler of the nearest
+# class in the exception's MRO, so ``Exception`` only catches what nothing
+# else here names.
+HANDLERS: dict[type[Exception], Callable[[HttpRequest, Any], HttpResponse]] = {
+    AuthenticationError: unauthenticated,
+    RateLimited: rate_limited,
+    Rejected: rejected,
+    ValidationError: invalid,
+    RequestDataTooBig: too_large,
+    TooManyFieldsSent: too_many_parameters,
+    SuspiciousOperation: suspicious,
+    HttpError: http_error,
+    NotFound: not_found,
+    Http404: http_404,
+    Forbidden: forbidden,
+    StateConflict: state_conflict,
+    Exception: server_error,
+    **dict.fromkeys(OUTAGE_ERRORS, unavailable),
+}
+
+
+def json_not_allowed(view: Callable) -> Callable:
+    """``view``, with Django's plain 405 answered in the API's shape instead.
+
+    django-ninja answers a method that a path does not take with Django's
+    ``HttpResponseNotAllowed``, from inside the path's view and outside any
+    exception handler, so the view itself is wrapped.
+    """
+
+    def answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if not isinstance(response, HttpResponseNotAllowed):
+            return response
+        allowed = response["Allow"]
+        refusal = error(
+            request,
+            405,
+            "method_not_allowed",
+            f"{request.method} is not an operation on this path; it takes {allowed}",
+        )
+        refusal["Allow"] = allowed
+        return refusal
+
+    if iscoroutinefunction(view):
+
+        @wraps(view)
+        async def async_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            return answer(request, await view(request, *args, **kwargs))
+
+        return async_view
+
+    @wraps(view)
+    def sync_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return answer(request, view(request, *args, **kwargs))
+
+    return sync_view
+
+
+# --- Django's own error answers ------------------------------------------------------
+# Some refusals happen before any view: the Host check (CommonMiddleware) or an
+# exception in a middleware. Django answers those with handler400 and
+# handler500 (claimgraph_site.urls), which under /api/v1/ answer in JSON too.
+# With DEBUG on, Django shows its technical pages instead and calls neither.
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if request.path_info.startswith(API_PREFIX):
+        return error(request, 400, "bad_request", "the request is malformed")
+    return defaults.bad_request(request, exception)
+
+
+def server_error_page(request: HttpRequest) -> HttpResponse:
+    if request.path_info.startswith(API_PREFIX):
+        return error(request, 500, "server_error", "the server failed; the failure is logged")
+    return defaults.server_error(request)
