@@ -30,7 +30,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from memories.actions import close_moot_conflicts
+from memories.apply import close_moot_conflicts
 from memories.audit import fact_state, record_audit
 from memories.core import decisions
 from memories.core.decisions import MAX_EPISODE_LENGTH
@@ -323,4 +323,4 @@ def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
             reason=reason,
         )
     closed = close_moot_conflicts([fact.pk for fact in plan.withdrawn], now=now)
-    plan.closed_conflicts = sorted((conflict.pk for conflict in closed), key=str)
+    plan.closed_conflicts = sorted(closed, key=str)

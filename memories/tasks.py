@@ -46,6 +46,14 @@ def recompute_slot_task(scope_id: int, subject_id: int, predicate_id: int) -> di
 
 
 @task
+def recompute_slots_task(slots: list[list[int]]) -> dict[str, int]:
+    """Recompute several truth slots (one import batch's), each ``[scope, subject, predicate]``."""
+    for scope_id, subject_id, predicate_id in slots:
+        _recompute(scope_id, subject_id, predicate_id)
+    return {"recomputed": len(slots)}
+
+
+@task
 def adjudicate_slot_task(
     scope_id: int, subject_id: int, predicate_id: int, claim_set_hash: str
 ) -> dict[str, Any]:
@@ -113,6 +121,11 @@ def enqueue_slot_recompute(scope_id: int, subject_id: int, predicate_id: int) ->
     enqueue_on_commit(
         recompute_slot_task, scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
     )
+
+
+def enqueue_slots_recompute(slots: list[tuple[int, int, int]]) -> None:
+    """Recompute these slots after commit, in one task (a batch's worth of writes)."""
+    enqueue_on_commit(recompute_slots_task, slots=[list(slot) for slot in slots])
 
 
 def mark_predicate_slots_stale(predicate: Predicate, reason: str) -> int:
