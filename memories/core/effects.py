@@ -362,3 +362,80 @@ def resolution_effects(
         )
     )
     return Effects(tuple(changes), tuple(ended), now)
+
+
+class Withdrawn(NamedTuple):
+    """One fact a withdrawal closes at ``at``, with its audit state before and after."""
+
+    fact_id: UUID
+    at: datetime
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+class Reinstated(NamedTuple):
+    """One fact a withdrawal reopens, with its audit state before and after."""
+
+    fact_id: UUID
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+def withdrawal_effects(
+    withdrawal_id: Any,
+    scope_id: int,
+    *,
+    episode: str,
+    withdrawn: Sequence[Withdrawn],
+    reinstated: Sequence[Reinstated],
+    kept_closed: list[dict[str, str]],
+    reason: str,
+    now: datetime,
+    actor_id: int,
+) -> Effects:
+    """A steward withdraws an episode (SPEC §12): its facts close, what they superseded reopens.
+
+    The closings come first: reopening a fact whose value a withdrawn one
+    restated (an escalation) needs the withdrawn one out of the live-value
+    index. The withdrawn facts' conflicts are weighed for mootness.
+    """
+    changes: list[Change] = [
+        CloseInterval(w.fact_id, w.at, now, WITHDRAWN, reason, None, actor_id) for w in withdrawn
+    ]
+    changes += [Reopen(r.fact_id) for r in reinstated]
+    changes.append(
+        AuditNote(
+            now,
+            scope_id,
+            "withdrew-episode",
+            "withdrawal",
+            str(withdrawal_id),
+            None,
+            {
+                "episode": episode,
+                "withdrawn": [str(w.fact_id) for w in withdrawn],
+                "reinstated": [str(r.fact_id) for r in reinstated],
+                "kept_closed": kept_closed,
+            },
+            reason,
+            "",
+            actor_id,
+        )
+    )
+    for action, entries in (("withdrawn", withdrawn), ("reinstated", reinstated)):
+        changes += [
+            AuditNote(
+                now,
+                scope_id,
+                action,
+                "fact",
+                str(e.fact_id),
+                e.before,
+                e.after,
+                reason,
+                "",
+                actor_id,
+            )
+            for e in entries
+        ]
+    return Effects(tuple(changes), tuple(w.fact_id for w in withdrawn), now)
