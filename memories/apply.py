@@ -42,6 +42,7 @@ from memories.core.effects import (
     Effects,
     NewFact,
     OpenConflict,
+    PointAt,
     Reinforce,
     Reopen,
     moot_effects,
@@ -108,6 +109,8 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
     elif kind is CloseInterval:
         cursor.execute(_CLOSE, [*change[1:], change.fact_id], prepare=True)
         slots.update(cursor.fetchall())
+    elif kind is PointAt:
+        cursor.execute(_POINT_AT, [change.superseded_by, change.fact_id])
     elif kind is Reopen:
         cursor.execute(_REOPEN, [change.fact_id])
         slots.update(cursor.fetchall())
@@ -167,21 +170,21 @@ def _close_moot(
 def touch_slots(slots: Iterable[Slot]) -> None:
     """Have the truth slots recomputed once the current transaction commits, each once.
 
-    Every apply of one transaction adds to one pending list, registered
-    with the transaction's commit hooks (so a rollback drops it with the
-    writes that asked for it). A single slot is one ``recompute_slot_task``;
-    several (an import's batch) are one task for all of them, so a large
-    import costs one task per batch, not one per slot.
+    Every apply of one transaction adds to one pending set, registered with
+    the transaction's commit hooks, so a rollback drops it with the writes
+    that asked for it. A single slot is one ``recompute_slot_task``; several
+    (an import's batch) are one task for all of them, so a large import
+    costs one task per batch, not one per slot.
     """
-    slots = set(slots)
-    if not slots:
+    wanted = set(slots)
+    if not wanted:
         return
     if connection.in_atomic_block:
         for _, hook, _ in connection.run_on_commit:
             if isinstance(hook, _PendingSlots):
-                hook.slots |= slots
+                hook.slots |= wanted
                 return
-    transaction.on_commit(_PendingSlots(slots))
+    transaction.on_commit(_PendingSlots(wanted))
 
 
 class _PendingSlots:
@@ -223,6 +226,7 @@ _CLOSE = (
     " invalidation_reason = %s, superseded_by_id = %s, invalidated_by_id = %s"
     f" WHERE id = %s AND t_invalid IS NULL RETURNING {_SLOT_COLUMNS}"
 )
+_POINT_AT = f"UPDATE {_FACTS} SET superseded_by_id = %s WHERE id = %s"
 _REOPEN = (
     f"UPDATE {_FACTS} SET t_invalid = NULL, invalidated_at = NULL, invalidated_by_id = NULL,"
     " invalidation_kind = '', invalidation_reason = '', superseded_by_id = NULL"
@@ -396,7 +400,7 @@ class SetApplier:
                 raise ValueError("the set-wise back end does not record kept members")
             self.conflicts[change.id].closed = change
         else:
-            # Reopen: only a withdrawal reinstates, and it is never batched.
+            # Reopen, PointAt: withdrawals and corrections, never batched.
             raise TypeError(f"the set-wise back end does not apply {change!r}")
 
     def _new_fact(self, row: NewFact) -> None:

@@ -21,7 +21,8 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from memories.audit import record_audit
+from memories.apply import apply
+from memories.core.effects import merge_effects
 from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Entity, EntityMerge, Scope
@@ -85,15 +86,18 @@ def merge_entities(
             at=now,
             reason=reason,
         )
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=entity.scope_id,
-            action="merged-entity",
-            target=merge,
-            before={"entity": entity.name, "resolves_to": entity.name},
-            after={"entity": entity.name, "resolves_to": into.name},
-            reason=reason,
+        apply(
+            merge_effects(
+                merge.pk,
+                entity.scope_id,
+                "merged-entity",
+                entity.name,
+                was=entity.name,
+                now_resolves_to=into.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
         )
     return merge
 
@@ -137,15 +141,18 @@ def undo_merge(
             at=now,
             reason=reason,
         )
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=merge.scope_id,
-            action="unmerged-entity",
-            target=undo,
-            before={"entity": merge.entity.name, "resolves_to": merge.into.name},
-            after={"entity": merge.entity.name, "resolves_to": merge.entity.name},
-            reason=reason,
+        apply(
+            merge_effects(
+                undo.pk,
+                merge.scope_id,
+                "unmerged-entity",
+                merge.entity.name,
+                was=merge.into.name,
+                now_resolves_to=merge.entity.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
         )
     return undo
 

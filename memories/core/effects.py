@@ -89,6 +89,13 @@ class CloseInterval(NamedTuple):
     invalidated_by: int | None = None
 
 
+class PointAt(NamedTuple):
+    """A closed fact names the fact that replaced it (a correction, after its replacement)."""
+
+    fact_id: UUID
+    superseded_by: UUID
+
+
 class Reopen(NamedTuple):
     """A closed fact reinstated (a withdrawal undoing a supersession): live again."""
 
@@ -137,7 +144,16 @@ class AuditNote(NamedTuple):
     actor_id: int | None
 
 
-Change = NewFact | Reinforce | CloseInterval | Reopen | OpenConflict | CloseConflict | AuditNote
+Change = (
+    NewFact
+    | Reinforce
+    | CloseInterval
+    | PointAt
+    | Reopen
+    | OpenConflict
+    | CloseConflict
+    | AuditNote
+)
 
 
 class Effects(NamedTuple):
@@ -439,3 +455,39 @@ def withdrawal_effects(
             for e in entries
         ]
     return Effects(tuple(changes), tuple(w.fact_id for w in withdrawn), now)
+
+
+def merge_effects(
+    merge_id: int,
+    scope_id: int,
+    action: str,
+    entity: str,
+    *,
+    was: str,
+    now_resolves_to: str,
+    reason: str,
+    now: datetime,
+    actor_id: int,
+) -> Effects:
+    """An entity merge recorded, or undone: what ``entity`` resolves to, before and after.
+
+    No fact changes: a merge decides where later writes land, not what
+    stands.
+    """
+    return Effects(
+        (
+            AuditNote(
+                now,
+                scope_id,
+                action,
+                "entitymerge",
+                str(merge_id),
+                {"entity": entity, "resolves_to": was},
+                {"entity": entity, "resolves_to": now_resolves_to},
+                reason,
+                "",
+                actor_id,
+            ),
+        ),
+        now=now,
+    )

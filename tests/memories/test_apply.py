@@ -5,20 +5,24 @@ read, rolled back to a savepoint, then folded and flushed set-wise: facts,
 conflicts, members and audit entries must come out alike.
 """
 
+import json
 from datetime import timedelta
 from uuid import uuid4
 
 import pytest
 from django.db import transaction
+from django_tasks_db.models import DBTaskResult
 
 from memories.actions import assert_fact
 from memories.apply import FactState, SetApplier, Slots, apply
 from memories.batch import load_open_conflicts
 from memories.core.decisions import Decision, Evidence, Reinforcement
 from memories.core.effects import NewFact, reinforce_effects, write_effects
+from memories.ingest import import_lines
 from memories.models import AuditEntry, Conflict, ConflictMember, Fact
 from memories.vocabulary import load_vocabulary
 from tests.conftest import at
+from tests.taskqueue import task_statuses
 
 pytestmark = pytest.mark.django_db
 
@@ -183,3 +187,53 @@ def test_both_back_ends_end_in_the_same_rows(member, scope):
         "closed-conflict",
         "opened-conflict",
     ]
+
+
+def test_the_slots_a_write_touches_are_recomputed_once_each_after_commit(
+    member, scope, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        first = write(member, "2.0.0", "code", confidence=0.95)
+        # Another write to the same slot in the same transaction: still one task.
+        write(member, "2.1.0", "code")
+    assert task_statuses() == [("recompute_slot_task", "READY")]
+    fact = first.fact
+    (task,) = DBTaskResult.objects.all()
+    assert task.args_kwargs["kwargs"] == {
+        "scope_id": fact.scope_id,
+        "subject_id": fact.subject_id,
+        "predicate_id": fact.predicate_id,
+    }
+
+
+def test_nothing_is_enqueued_for_a_write_rolled_back(
+    member, scope, django_capture_on_commit_callbacks
+):
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        write(member, "2.0.0", "code")
+        raise RuntimeError("rolled back")
+    assert task_statuses() == []
+
+
+def test_an_import_batch_asks_for_its_slots_in_one_task(
+    member, scope, django_capture_on_commit_callbacks
+):
+    lines = [
+        json.dumps({**LINE, "subject": subject, "object": "1.0"}) for subject in ("a", "b", "c")
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        report = import_lines(lines, actor=member, now=START)
+    assert [outcome.status for outcome in report.outcomes] == ["created"] * 3
+    assert task_statuses() == [("recompute_slots_task", "READY")]
+    (task,) = DBTaskResult.objects.all()
+    slots = task.args_kwargs["kwargs"]["slots"]
+    assert sorted(slots) == sorted(
+        [f.scope_id, f.subject_id, f.predicate_id] for f in Fact.objects.filter(scope=scope)
+    )
+
+
+LINE = {"scope": "project", "predicate": "core/has-version", "source_type": "code"}
