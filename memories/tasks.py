@@ -24,8 +24,10 @@ from django.db import transaction
 from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
+from psycopg.types.json import Jsonb
 
 from memories import truth
+from memories.lookups import hot_cursor
 from memories.models import Predicate, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
@@ -229,14 +231,29 @@ def enqueue_once(task_: Task, **kwargs: Any) -> TaskResult | None:
     Only a *waiting* duplicate counts: one already running may have read
     the rows before the change that asks for this run.
     """
-    waiting = DBTaskResult.objects.filter(
-        status=TaskResultStatus.READY,
-        task_path=task_.module_path,
-        args_kwargs={"args": [], "kwargs": kwargs},
-    )
-    if waiting.exists():
+    # Asked after every write to a slot: a statement prepared once per
+    # connection, since building and planning the ORM's filter each time
+    # costs more than the write's own INSERT.
+    with hot_cursor() as cursor:
+        cursor.execute(
+            _WAITING_SQL,
+            [
+                TaskResultStatus.READY,
+                task_.module_path,
+                Jsonb({"args": [], "kwargs": kwargs}),
+            ],
+            prepare=True,
+        )
+        (waiting,) = cursor.fetchone()
+    if waiting:
         return None
     return task_.enqueue(**kwargs)
+
+
+_WAITING_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {DBTaskResult._meta.db_table}"
+    " WHERE status = %s AND task_path = %s AND args_kwargs = %s)"
+)
 
 
 def retry_failed(task_result_id: str) -> TaskResult:
