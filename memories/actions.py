@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.rows import dict_row
@@ -82,7 +83,7 @@ class AssertResult:
 
 def assert_fact(
     *,
-    actor,
+    actor: User,
     data: Mapping[str, Any],
     now: datetime | None = None,
     vocabulary: LoadedVocabulary | None = None,
@@ -105,7 +106,7 @@ def assert_fact(
 
 
 def _open_slot(
-    actor, assertion: Assertion, vocab: LoadedVocabulary
+    actor: User, assertion: Assertion, vocab: LoadedVocabulary
 ) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
     """Authorize, find the subject, lock its slot and read it: one round trip when it can.
 
@@ -151,7 +152,7 @@ def _open_slot(
 
 
 def _assert_in_scope(
-    actor,
+    actor: User,
     scope: Scope,
     assertion: Assertion,
     vocab: LoadedVocabulary,
@@ -191,7 +192,8 @@ def _assert_in_scope(
         vocab=vocab,
         now=now,
     )
-    effects = write_effects(decision, row, conflict_id=uuid4(), source_ids=vocab.source_ids)
+    conflict_id = uuid4() if decision.status == "flagged" else None
+    effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
     applied = apply(effects)
     if decision.status == "reinforced":
         assert decision.reinforcement is not None
@@ -240,7 +242,12 @@ def new_fact_row(
 
 
 def _fact_in_memory(
-    effects: Effects, scope: Scope, subject: Entity, object_ref: Entity | None, vocab, actor
+    effects: Effects,
+    scope: Scope,
+    subject: Entity,
+    object_ref: Entity | None,
+    vocab: LoadedVocabulary,
+    actor: User,
 ) -> Fact:
     """The created fact as a model, its relations from memory: no need to read it back."""
     row = next(change for change in effects.changes if type(change) is NewFact)
@@ -288,7 +295,7 @@ def _assert_result(decision: Decision, fact: Fact, applied: Applied) -> AssertRe
 
 
 def _standing_facts(
-    actor,
+    actor: User,
     scope: Scope,
     subject: Entity,
     assertion: Assertion,
@@ -318,7 +325,7 @@ def _standing_facts(
 
 
 def _slot_read_arguments(
-    actor, assertion: Assertion, vocab: LoadedVocabulary, object_key: str | None
+    actor: User, assertion: Assertion, vocab: LoadedVocabulary, object_key: str | None
 ) -> list[Any]:
     """What ``claimgraph_slot_facts`` needs to read only the facts that can matter.
 
@@ -376,14 +383,14 @@ class InvalidateResult:
     status: str = "invalidated"
 
 
-def may_end(actor, fact: Fact) -> bool:
+def may_end(actor: User, fact: Fact) -> bool:
     """The fact's author or a steward of its scope may invalidate or correct it."""
     return bool(actor.is_active and fact.author_id == actor.pk) or is_steward_of(actor, fact.scope)
 
 
 def invalidate_fact(
     *,
-    actor,
+    actor: User,
     fact_id: UUID | str,
     reason: str,
     at: datetime | None = None,
@@ -426,7 +433,7 @@ def invalidate_fact(
 # --- conflicts --------------------------------------------------------------------
 
 
-def may_resolve(actor, conflict: Conflict) -> bool:
+def may_resolve(actor: User, conflict: Conflict) -> bool:
     """Stewards of the scope; for a conflict among ``user`` facts, also their author."""
     if is_steward_of(actor, conflict.scope):
         return True
@@ -442,7 +449,7 @@ RESOLVE_ACTIONS = ("keep", "coexist", "dismiss")
 
 def resolve_conflict(
     *,
-    actor,
+    actor: User,
     conflict_id: UUID | str,
     action: str,
     reason: str,
@@ -502,7 +509,7 @@ def resolve_conflict(
 
 def record_outcome(
     *,
-    actor,
+    actor: User,
     fact_ids: Sequence[UUID | str],
     outcome: str = "accepted",
     now: datetime | None = None,

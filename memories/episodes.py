@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -72,7 +73,7 @@ class WithdrawalPlan:
 
 def withdraw_episode(
     *,
-    actor,
+    actor: User,
     scope: str,
     episode: str,
     reason: str,
@@ -243,7 +244,7 @@ def _moot_after(withdrawn_ids: set[UUID], reinstated_ids: set[UUID]) -> list[UUI
     )
 
 
-def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
+def _apply(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> None:
     withdrawn = []
     for fact in plan.withdrawn:
         before = fact_state(fact)

@@ -18,6 +18,7 @@ and an undo never leaves a dangling chain behind it.
 
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,7 +30,7 @@ from memories.models import Entity, EntityMerge, Scope
 from memories.roles import is_steward_of
 
 
-def visible_entity(actor, entity_id: int | str) -> Entity:
+def visible_entity(actor: User, entity_id: int | str) -> Entity:
     """An entity in one of ``actor``'s scopes; anything else is :class:`NotFound`."""
     try:
         pk = int(entity_id)
@@ -47,7 +48,7 @@ def visible_entity(actor, entity_id: int | str) -> Entity:
 
 def merge_entities(
     *,
-    actor,
+    actor: User,
     entity_id: int | str,
     into_id: int | str,
     reason: str,
@@ -104,7 +105,7 @@ def merge_entities(
 
 def undo_merge(
     *,
-    actor,
+    actor: User,
     merge_id: int | str,
     reason: str,
     now: datetime | None = None,
