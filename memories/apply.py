@@ -81,13 +81,6 @@ def apply(effects: Effects) -> Applied:
     return applied
 
 
-def close_moot_conflicts(fact_ids: Iterable[UUID], *, now: datetime) -> list[UUID]:
-    """Close the open conflicts of these facts that lost a side (SPEC §3); their ids."""
-    applied = Applied()
-    _close_moot(tuple(fact_ids), now, applied, set())
-    return applied.closed_moot
-
-
 def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> None:
     kind = type(change)
     if kind is NewFact:

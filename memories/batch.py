@@ -4,10 +4,10 @@ The batch loads every fact its lines can collide with (and the open
 conflicts those facts are in) once, after ``memories.ingest`` has taken the
 slot locks; then it runs ``decisions.decide`` line by line, folding each
 outcome into its copy of the slots exactly as a commit would, so the tenth
-line of a slot sees what the ninth wrote; then it writes the end state: one
-UPDATE for standing facts that changed, a COPY for new facts, then
-conflicts, members and audit entries, the same rows and entries
-``actions.assert_fact`` would have written one line at a time.
+line of a slot sees what the ninth wrote. Each line's decision becomes
+Effects (``memories.core.effects``), the values ``actions.assert_fact``
+applies one write at a time; here ``apply.SetApplier`` folds them into the
+batch's copy and writes its end state set-wise, the same rows and entries.
 """
 
 import os
