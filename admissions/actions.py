@@ -30,8 +30,10 @@ from django.utils import timezone
 from admissions.models import Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
+from memories.apply import apply
 from memories.audit import record_audit
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
+from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
@@ -191,7 +193,7 @@ def correct_fact(
         )
         result = assert_fact(actor=actor, data=data, now=now)
         replacement = result.fact
-        Fact.objects.filter(pk=fact.pk).update(superseded_by=replacement.pk)
+        apply(Effects((PointAt(fact.pk, replacement.pk),), now=now))
 
         refutations: list[Record] = []
         admission = None

@@ -13,25 +13,35 @@ take different locks and never wait for each other.
 """
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import JSONField
 from django.utils import timezone
 from psycopg.rows import dict_row
 
+from memories.apply import Applied, apply
 from memories.audit import fact_state, record_audit
 from memories.core import decisions
 from memories.core.decisions import (
     Assertion,
+    Decision,
     Evidence,
     Rejected,
     StandingFact,
+)
+from memories.core.effects import (
+    Effects,
+    MemberState,
+    NewFact,
+    invalidation_effects,
+    resolution_effects,
+    write_effects,
 )
 from memories.core.normalize import value_key
 from memories.core.text import required_reason
@@ -47,14 +57,11 @@ from memories.lookups import (
 from memories.models import (
     Bucket,
     Conflict,
-    ConflictMember,
     Entity,
     Fact,
     InvalidationKind,
-    MemberRole,
     ObjectKind,
     Outcome,
-    Resolution,
     Scope,
 )
 from memories.roles import is_steward_of
@@ -76,7 +83,7 @@ class AssertResult:
 
 def assert_fact(
     *,
-    actor,
+    actor: User,
     data: Mapping[str, Any],
     now: datetime | None = None,
     vocabulary: LoadedVocabulary | None = None,
@@ -99,7 +106,7 @@ def assert_fact(
 
 
 def _open_slot(
-    actor, assertion: Assertion, vocab: LoadedVocabulary
+    actor: User, assertion: Assertion, vocab: LoadedVocabulary
 ) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
     """Authorize, find the subject, lock its slot and read it: one round trip when it can.
 
@@ -145,7 +152,7 @@ def _open_slot(
 
 
 def _assert_in_scope(
-    actor,
+    actor: User,
     scope: Scope,
     assertion: Assertion,
     vocab: LoadedVocabulary,
@@ -154,6 +161,7 @@ def _assert_in_scope(
     subject: Entity | None = None,
     standing: list[StandingFact] | None = None,
 ) -> AssertResult:
+    """Decide the assertion under its slot's lock, then apply the decision's effects."""
     subject = subject or get_or_create_entity(scope, assertion.subject)
     object_ref = None
     if assertion.object_kind == ObjectKind.ENTITY:
@@ -161,7 +169,6 @@ def _assert_in_scope(
         object_key = str(object_ref.pk)
     else:
         object_key = value_key(assertion.object)
-
     if standing is None:
         standing = _standing_facts(actor, scope, subject, assertion, object_key, vocab)
     # The clock is read under the lock: a time read before it could be older
@@ -172,113 +179,106 @@ def _assert_in_scope(
         raise Rejected("t_invalid", "must be after t_valid")
     incoming = decisions.incoming_from(assertion, object_key, t_valid=t_valid)
     decision = decisions.decide(
-        incoming,
-        standing,
-        vocab.spec,
+        incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
+    )
+    row = new_fact_row(
+        assertion,
+        fact_id=uuid4(),
+        scope_id=scope.pk,
+        subject_id=subject.pk,
+        object_ref_id=object_ref.pk if object_ref else None,
+        object_key=object_key,
+        author_id=actor.pk,
+        vocab=vocab,
         now=now,
-        trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK,
+    )
+    conflict_id = uuid4() if decision.status == "flagged" else None
+    effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
+    applied = apply(effects)
+    if decision.status == "reinforced":
+        assert decision.reinforcement is not None
+        fact_id = decision.reinforcement.fact_id
+        return AssertResult("reinforced", Fact.objects.for_display().get(pk=fact_id))
+    return _assert_result(
+        decision, _fact_in_memory(effects, scope, subject, object_ref, vocab, actor), applied
     )
 
-    if decision.status == "reinforced":
-        reinforcement = decision.reinforcement
-        assert reinforcement is not None
-        Fact.objects.filter(pk=reinforcement.fact_id).update(
-            last_reinforced_at=now,
-            confidence=reinforcement.confidence,
-            source_type=vocab.sources[reinforcement.source_type],
-            evidence=[item.as_dict() for item in reinforcement.evidence],
-        )
-        return AssertResult("reinforced", Fact.objects.for_display().get(pk=reinforcement.fact_id))
 
+def new_fact_row(
+    assertion: Assertion,
+    *,
+    fact_id: UUID,
+    scope_id: int,
+    subject_id: int,
+    object_ref_id: int | None,
+    object_key: str,
+    author_id: int,
+    vocab: LoadedVocabulary,
+    now: datetime,
+) -> NewFact:
+    """The fact an assertion would create, before the decision sets its confidence."""
+    return NewFact(
+        fact_id,
+        scope_id,
+        subject_id,
+        vocab.predicates[assertion.predicate].pk,
+        assertion.object_kind,
+        object_ref_id,
+        assertion.object if object_ref_id is None else None,
+        object_key,
+        assertion.epistemic,
+        vocab.sources[assertion.source_type].pk,
+        assertion.confidence,
+        assertion.episode,
+        assertion.statement,
+        assertion.evidence,
+        author_id,
+        assertion.bucket,
+        assertion.t_valid or now,
+        assertion.t_invalid,
+        now,
+        now,
+    )
+
+
+def _fact_in_memory(
+    effects: Effects,
+    scope: Scope,
+    subject: Entity,
+    object_ref: Entity | None,
+    vocab: LoadedVocabulary,
+    actor: User,
+) -> Fact:
+    """The created fact as a model, its relations from memory: no need to read it back."""
+    row = next(change for change in effects.changes if type(change) is NewFact)
     fact = Fact(
+        id=row.id,
         scope=scope,
         subject=subject,
-        predicate=vocab.predicates[assertion.predicate],
-        object_kind=assertion.object_kind,
+        predicate=vocab.predicates[vocab.predicate_names[row.predicate_id]],
+        object_kind=row.object_kind,
         object_ref=object_ref,
-        object_lit=assertion.object if object_ref is None else None,
-        object_key=object_key,
-        epistemic=assertion.epistemic,
-        source_type=vocab.sources[assertion.source_type],
-        confidence=decision.confidence,
-        episode=assertion.episode,
-        statement=assertion.statement,
-        evidence=[item.as_dict() for item in assertion.evidence],
+        object_lit=row.object_lit,
+        object_key=row.object_key,
+        epistemic=row.epistemic,
+        source_type=vocab.sources[vocab.source_names[row.source_type_id]],
+        confidence=row.confidence,
+        episode=row.episode,
+        statement=row.statement,
+        evidence=[item.as_dict() for item in row.evidence],
         author=actor,
-        bucket=assertion.bucket,
-        t_valid=t_valid,
-        t_invalid=assertion.t_invalid,
-        recorded_at=now,
-        last_reinforced_at=now,
+        bucket=row.bucket,
+        t_valid=row.t_valid,
+        t_invalid=row.t_invalid,
+        recorded_at=row.recorded_at,
+        last_reinforced_at=row.last_reinforced_at,
     )
-    if decision.supersedes:
-        # Close first: an escalation replaces a fact with the same value, and
-        # the one-live-fact index would refuse the new row while the old one
-        # is open. The foreign key to the new row is checked at commit.
-        _close(
-            decision.supersedes,
-            at=t_valid,
-            now=now,
-            actor=actor,
-            kind=InvalidationKind.SUPERSEDED,
-            reason=decision.rationale,
-            superseded_by=fact.pk,
-        )
-    _insert_fact(fact)
+    fact._state.adding = False
+    fact._state.db = connection.alias
+    return fact
 
-    conflict = None
-    if decision.status == "flagged":
-        conflict = Conflict.objects.create(
-            scope=scope,
-            kind=decision.reason,
-            subject=subject,
-            predicate_id=fact.predicate_id,
-            opened_at=now,
-        )
-        ConflictMember.objects.bulk_create(
-            [ConflictMember(conflict=conflict, fact=fact, role=MemberRole.INCOMING, disputes=True)]
-            + [
-                ConflictMember(
-                    conflict=conflict, fact_id=fact_id, role=MemberRole.EXISTING, disputes=False
-                )
-                for fact_id in decision.candidates
-            ]
-        )
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=scope.pk,
-            action="opened-conflict",
-            target=conflict,
-            after={
-                "kind": conflict.kind,
-                "incoming": str(fact.pk),
-                "candidates": [str(c) for c in decision.candidates],
-            },
-            rule=f"write path: {decision.reason}",
-            reason=decision.rationale,
-        )
-    if decision.supersedes:
-        for old_id in decision.supersedes:
-            record_audit(
-                at=now,
-                actor=actor,
-                scope_id=scope.pk,
-                action="superseded",
-                target=fact,
-                before={"fact": str(old_id), "t_invalid": None},
-                after={
-                    "fact": str(old_id),
-                    "t_invalid": t_valid.isoformat(),
-                    "superseded_by": str(fact.pk),
-                },
-                rule="write path: supersede",
-                reason=decision.rationale,
-            )
-        close_moot_conflicts(decision.supersedes, now=now)
 
-    # Every relation of the new row is already in memory (scope, entities,
-    # vocabulary rows, author): no need to read the row back.
+def _assert_result(decision: Decision, fact: Fact, applied: Applied) -> AssertResult:
     candidates = (
         list(Fact.objects.for_display().filter(pk__in=decision.candidates))
         if decision.candidates
@@ -290,12 +290,12 @@ def _assert_in_scope(
         reason=decision.reason,
         candidates=candidates,
         superseded=[UUID(str(fact_id)) for fact_id in decision.supersedes],
-        conflict=conflict,
+        conflict=applied.opened[0] if applied.opened else None,
     )
 
 
 def _standing_facts(
-    actor,
+    actor: User,
     scope: Scope,
     subject: Entity,
     assertion: Assertion,
@@ -325,7 +325,7 @@ def _standing_facts(
 
 
 def _slot_read_arguments(
-    actor, assertion: Assertion, vocab: LoadedVocabulary, object_key: str | None
+    actor: User, assertion: Assertion, vocab: LoadedVocabulary, object_key: str | None
 ) -> list[Any]:
     """What ``claimgraph_slot_facts`` needs to read only the facts that can matter.
 
@@ -373,88 +373,7 @@ def _timestamp(value: datetime | str | None) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
-def _insert_fact(fact: Fact) -> None:
-    """INSERT one fact row without the ORM's per-call compilation (the write path's hot spot).
-
-    psycopg adapts every column's Python value natively (UUID, aware datetime,
-    text, number, None); only the JSON column goes through its field's
-    preparation.
-    """
-    fields = Fact._meta.concrete_fields
-    sql = _INSERT_FACT_SQL.get("sql")
-    if sql is None:
-        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-        sql = _INSERT_FACT_SQL.setdefault(
-            "sql",
-            f"INSERT INTO {Fact._meta.db_table} ({columns})"
-            f" VALUES ({', '.join(['%s'] * len(fields))})",
-        )
-    values = [
-        f.get_db_prep_save(getattr(fact, f.attname), connection)
-        if isinstance(f, JSONField)
-        else getattr(fact, f.attname)
-        for f in fields
-    ]
-    with hot_cursor() as cursor:
-        cursor.execute(sql, values, prepare=True)
-    fact._state.adding = False
-    fact._state.db = connection.alias
-
-
-_INSERT_FACT_SQL: dict[str, str] = {}
-
-
 # --- ending facts -------------------------------------------------------------------
-
-
-def _close(
-    fact_ids: Iterable[UUID | str],
-    *,
-    at: datetime,
-    now: datetime,
-    actor,
-    kind: str,
-    reason: str,
-    superseded_by: UUID | None = None,
-) -> int:
-    return Fact.objects.filter(pk__in=list(fact_ids), t_invalid__isnull=True).update(
-        t_invalid=at,
-        invalidated_at=now,
-        invalidated_by=actor,
-        invalidation_kind=kind,
-        invalidation_reason=reason,
-        superseded_by_id=superseded_by,
-    )
-
-
-def close_moot_conflicts(fact_ids: Iterable[UUID | str], *, now: datetime) -> list[Conflict]:
-    """Close the open conflicts of these facts that no longer have two sides (SPEC §3)."""
-    conflicts = list(
-        Conflict.objects.open()
-        .filter(pk__in=ConflictMember.objects.filter(fact_id__in=list(fact_ids)).values("conflict"))
-        .select_for_update()
-        .prefetch_related("members__fact")
-    )
-    closed = []
-    for conflict in conflicts:
-        members = [(m.role, m.fact.is_live) for m in conflict.members.all()]
-        if decisions.conflict_is_moot(members):
-            conflict.resolution = Resolution.MOOT
-            conflict.resolved_at = now
-            conflict.reason = "closed by itself: a side of it is no longer live"
-            conflict.save(update_fields=["resolution", "resolved_at", "reason"])
-            record_audit(
-                at=now,
-                actor=None,
-                scope_id=conflict.scope_id,
-                action="closed-conflict",
-                target=conflict,
-                before={"status": "open"},
-                after={"status": "resolved", "resolution": Resolution.MOOT},
-                rule="moot: a side is no longer live",
-            )
-            closed.append(conflict)
-    return closed
 
 
 @dataclass
@@ -464,14 +383,14 @@ class InvalidateResult:
     status: str = "invalidated"
 
 
-def may_end(actor, fact: Fact) -> bool:
+def may_end(actor: User, fact: Fact) -> bool:
     """The fact's author or a steward of its scope may invalidate or correct it."""
     return bool(actor.is_active and fact.author_id == actor.pk) or is_steward_of(actor, fact.scope)
 
 
 def invalidate_fact(
     *,
-    actor,
+    actor: User,
     fact_id: UUID | str,
     reason: str,
     at: datetime | None = None,
@@ -496,27 +415,25 @@ def invalidate_fact(
             raise StateConflict("the fact is already invalid")
         if at <= fact.t_valid:
             raise Rejected("t_invalid", "must be after the fact's t_valid")
-        before = fact_state(fact)
-        _close([fact.pk], at=at, now=now, actor=actor, kind=kind, reason=reason)
-        fact.refresh_from_db()
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=fact.scope_id,
-            action=kind,
-            target=fact,
-            before=before,
-            after=fact_state(fact),
-            reason=reason,
+        apply(
+            invalidation_effects(
+                fact.pk,
+                fact.scope_id,
+                fact_state(fact),
+                at=at,
+                now=now,
+                kind=kind,
+                reason=reason,
+                actor_id=actor.pk,
+            )
         )
-        close_moot_conflicts([fact.pk], now=now)
     return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
 
 
 # --- conflicts --------------------------------------------------------------------
 
 
-def may_resolve(actor, conflict: Conflict) -> bool:
+def may_resolve(actor: User, conflict: Conflict) -> bool:
     """Stewards of the scope; for a conflict among ``user`` facts, also their author."""
     if is_steward_of(actor, conflict.scope):
         return True
@@ -532,7 +449,7 @@ RESOLVE_ACTIONS = ("keep", "coexist", "dismiss")
 
 def resolve_conflict(
     *,
-    actor,
+    actor: User,
     conflict_id: UUID | str,
     action: str,
     reason: str,
@@ -566,53 +483,24 @@ def resolve_conflict(
         conflict = Conflict.objects.select_for_update().get(pk=conflict.pk)
         if not conflict.is_open:
             raise StateConflict("the conflict is already resolved")
-        members = list(conflict.members.select_related("fact"))
-        member_ids = {m.fact_id for m in members}
-        if not keep_ids <= member_ids:
+        members = [
+            MemberState(m.fact_id, m.fact.is_live, m.fact.t_valid)
+            for m in conflict.members.select_related("fact")
+        ]
+        if not keep_ids <= {m.fact_id for m in members}:
             raise Rejected("keep", "names a fact that is not a candidate of this conflict")
-        ended = []
-        if action == "keep":
-            for member in members:
-                member.kept = member.fact_id in keep_ids
-                if not member.kept and member.fact.is_live:
-                    if now <= member.fact.t_valid:
-                        raise Rejected("keep", "a fact to end only becomes valid in the future")
-                    ended.append(member.fact_id)
-            ConflictMember.objects.bulk_update(members, ["kept"])
-            _close(
-                ended,
-                at=now,
-                now=now,
-                actor=actor,
-                kind=InvalidationKind.INVALIDATED,
-                reason=reason,
-            )
-        conflict.resolution = {
-            "keep": Resolution.KEPT,
-            "coexist": Resolution.COEXIST,
-            "dismiss": Resolution.DISMISSED,
-        }[action]
-        conflict.resolved_at = now
-        conflict.resolved_by = actor
-        conflict.reason = reason
-        conflict.save(update_fields=["resolution", "resolved_at", "resolved_by", "reason"])
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=conflict.scope_id,
-            action="resolved-conflict",
-            target=conflict,
-            before={"status": "open"},
-            after={
-                "status": "resolved",
-                "resolution": conflict.resolution,
-                "kept": sorted(str(fact_id) for fact_id in keep_ids),
-                "invalidated": sorted(str(fact_id) for fact_id in ended),
-            },
+        effects = resolution_effects(
+            conflict.pk,
+            conflict.scope_id,
+            members,
+            action=action,
+            keep=frozenset(keep_ids),
             reason=reason,
+            now=now,
+            actor_id=actor.pk,
         )
-        if ended:
-            close_moot_conflicts(ended, now=now)
+        apply(effects)
+        conflict.refresh_from_db()
     return conflict
 
 
@@ -621,7 +509,7 @@ def resolve_conflict(
 
 def record_outcome(
     *,
-    actor,
+    actor: User,
     fact_ids: Sequence[UUID | str],
     outcome: str = "accepted",
     now: datetime | None = None,

@@ -4,32 +4,26 @@ The batch loads every fact its lines can collide with (and the open
 conflicts those facts are in) once, after ``memories.ingest`` has taken the
 slot locks; then it runs ``decisions.decide`` line by line, folding each
 outcome into its copy of the slots exactly as a commit would, so the tenth
-line of a slot sees what the ninth wrote; then it writes the end state: one
-UPDATE for standing facts that changed, a COPY for new facts, then
-conflicts, members and audit entries, the same rows and entries
-``actions.assert_fact`` would have written one line at a time.
+line of a slot sees what the ninth wrote. Each line's decision becomes
+Effects (``memories.core.effects``), the values ``actions.assert_fact``
+applies one write at a time; here ``apply.SetApplier`` folds them into the
+batch's copy and writes its end state set-wise, the same rows and entries.
 """
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from uuid import UUID
 
 from django.conf import settings
 
-from memories import batch_writes as writes
+from memories.apply import ConflictState, FactState, SetApplier, Slots
 from memories.core import decisions
 from memories.core.decisions import Assertion, Evidence, StandingFact
+from memories.core.effects import NewFact, reinforce_effects, write_effects
 from memories.lookups import hot_cursor
-from memories.models import (
-    Conflict,
-    ConflictMember,
-    Fact,
-    MemberRole,
-    Resolution,
-)
+from memories.models import Conflict, ConflictMember, Fact
 from memories.vocabulary import LoadedVocabulary
 
 
@@ -100,109 +94,28 @@ class Line:
         return cls(number, Assertion(*fields), scope_id, now, subject_id, object_ref_id, object_key)
 
 
-@dataclass(slots=True)
-class FactState:
-    """A fact of a batch's slots as the batch sees it, loaded or written by it."""
+def standing_for(slots: Slots, line: Line, vocab: LoadedVocabulary, actor) -> list[StandingFact]:
+    """The facts ``decide`` needs for this line: what ``actions._standing_facts`` reads."""
+    a = line.assertion
+    base = (line.scope_id, line.subject_id, a.bucket)
+    spec = vocab.spec.predicates[a.predicate]
 
-    id: UUID
-    scope_id: int
-    subject_id: int
-    predicate: str
-    object_kind: str
-    object_key: str
-    epistemic: str
-    source_type: str
-    confidence: float
-    t_valid: datetime
-    t_invalid: datetime | None
-    # A loaded fact's evidence stays JSON text until a line needs it.
-    evidence: tuple[Evidence, ...] | str
-    bucket: str
-    author_id: int
-    last_reinforced_at: datetime
-    new: bool = False
-    changed: bool = False
-    # Only for new facts (written whole) and for closing standing ones.
-    row: dict[str, Any] | None = None
-    invalidated_at: datetime | None = None
-    invalidation_reason: str = ""
-    superseded_by: UUID | None = None
-    seen: StandingFact | None = None
+    def mine(fact: FactState) -> bool:
+        return a.bucket != "user" or fact.author_id == actor.pk
 
-    def standing(self) -> StandingFact:
-        """The decision's view of this fact, built once until the fact changes."""
-        if self.seen is not None:
-            return self.seen
-        if isinstance(self.evidence, str):
-            self.evidence = tuple(Evidence(**item) for item in json.loads(self.evidence))
-        self.seen = StandingFact(
-            id=self.id,
-            predicate=self.predicate,
-            object_kind=self.object_kind,
-            object_key=self.object_key,
-            epistemic=self.epistemic,
-            source_type=self.source_type,
-            confidence=self.confidence,
-            t_valid=self.t_valid,
-            t_invalid=self.t_invalid,
-            evidence=self.evidence,
-        )
-        return self.seen
-
-
-@dataclass
-class ConflictState:
-    id: UUID
-    scope_id: int
-    opened_at: datetime
-    members: list[tuple[str, UUID]]  # (role, fact id)
-    new: bool = False
-    row: dict[str, Any] | None = None
-    closed_at: datetime | None = None
-
-
-class Slots:
-    """The batch's facts indexed the ways the decision needs them."""
-
-    def __init__(self) -> None:
-        self.by_value: dict[tuple, list[FactState]] = {}
-        self.live_by_predicate: dict[tuple, list[FactState]] = {}
-        self.facts: dict[UUID, FactState] = {}
-
-    def add(self, fact: FactState) -> None:
-        self.facts[fact.id] = fact
-        base = (fact.scope_id, fact.subject_id, fact.bucket)
-        key = (*base, fact.predicate, fact.object_kind, fact.object_key)
-        self.by_value.setdefault(key, []).append(fact)
-        if fact.t_invalid is None:
-            self.live_by_predicate.setdefault((*base, fact.predicate), []).append(fact)
-
-    def close(self, fact: FactState) -> None:
-        base = (fact.scope_id, fact.subject_id, fact.bucket, fact.predicate)
-        self.live_by_predicate[base].remove(fact)
-
-    def standing_for(self, line: Line, vocab: LoadedVocabulary, actor) -> list[StandingFact]:
-        """The facts ``decide`` needs for this line: what ``actions._standing_facts`` reads."""
-        a = line.assertion
-        base = (line.scope_id, line.subject_id, a.bucket)
-        spec = vocab.spec.predicates[a.predicate]
-
-        def mine(fact: FactState) -> bool:
-            return a.bucket != "user" or fact.author_id == actor.pk
-
-        found: dict[UUID, FactState] = {}
-        for fact in self.by_value.get((*base, a.predicate, a.object_kind, line.object_key), ()):
+    found: dict[UUID, FactState] = {}
+    for fact in slots.by_value.get((*base, a.predicate, a.object_kind, line.object_key), ()):
+        found[fact.id] = fact
+    low_trust = vocab.spec.sources[a.source_type].trust_rank < settings.CLAIMGRAPH_TRUSTED_RANK
+    if (spec.cardinality == "one" and not spec.event_like) or low_trust:
+        for fact in slots.live_by_predicate.get((*base, a.predicate), ()):
             found[fact.id] = fact
-        low_trust = vocab.spec.sources[a.source_type].trust_rank < settings.CLAIMGRAPH_TRUSTED_RANK
-        if (spec.cardinality == "one" and not spec.event_like) or low_trust:
-            for fact in self.live_by_predicate.get((*base, a.predicate), ()):
-                found[fact.id] = fact
-        if spec.exclusion_group:
-            for name in vocab.spec.slot_predicates(a.predicate):
-                for fact in self.by_value.get((*base, name, a.object_kind, line.object_key), ()):
-                    if fact.t_invalid is None:
-                        found[fact.id] = fact
-        return [fact.standing() for fact in found.values() if mine(fact)]
+    if spec.exclusion_group:
+        for name in vocab.spec.slot_predicates(a.predicate):
+            for fact in slots.by_value.get((*base, name, a.object_kind, line.object_key), ()):
+                if fact.t_invalid is None:
+                    found[fact.id] = fact
+    return [fact.standing() for fact in found.values() if mine(fact)]
 
 
 def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
@@ -213,12 +126,13 @@ def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
     """
     slots = load_slots(lines, vocab)
     conflicts, ended_elsewhere = load_open_conflicts(slots)
-    writer = BatchWriter(
-        actor=actor, vocab=vocab, slots=slots, conflicts=conflicts, ended=ended_elsewhere
+    applier = SetApplier(
+        vocab=vocab, slots=slots, conflicts=conflicts, ended_elsewhere=ended_elsewhere
     )
-    outcomes = [(line.number, writer.decide(line)) for line in lines]
-    writer.flush()
-    return outcomes, writer.rejected_late
+    decider = BatchDecider(actor=actor, vocab=vocab, applier=applier)
+    outcomes = [(line.number, decider.decide(line)) for line in lines]
+    applier.flush()
+    return outcomes, decider.rejected_late
 
 
 # --- loading the slots -----------------------------------------------------------------
@@ -373,29 +287,17 @@ def load_open_conflicts(slots: Slots) -> tuple[dict[UUID, ConflictState], set[UU
 # --- deciding and writing ---------------------------------------------------------------
 
 
-class BatchWriter:
-    """Decides the batch's lines in order and collects the rows that record them."""
+class BatchDecider:
+    """Decides the batch's lines in order, folding each one's effects into the applier."""
 
-    def __init__(
-        self,
-        *,
-        actor,
-        vocab: LoadedVocabulary,
-        slots: Slots,
-        conflicts: dict[UUID, ConflictState],
-        ended: set[UUID],
-    ) -> None:
+    def __init__(self, *, actor, vocab: LoadedVocabulary, applier: SetApplier) -> None:
         self.actor = actor
         self.actor_id = actor.pk
-        self.ended_elsewhere = ended
-        self.conflicts_of: dict[UUID, list[ConflictState]] = {}
-        for conflict in conflicts.values():
-            self._index(conflict)
         self.vocab = vocab
-        self.slots = slots
-        self.conflicts = conflicts
-        self.new_conflicts: list[ConflictState] = []
-        self.audit: list[writes.AuditRow] = []
+        self.applier = applier
+        self.slots = applier.slots
+        self.predicate_ids = {name: row.pk for name, row in vocab.predicates.items()}
+        self.source_ids = vocab.source_ids
         self.rejected_late = False
         self.trusted_rank = settings.CLAIMGRAPH_TRUSTED_RANK
         self._random = b""
@@ -417,192 +319,49 @@ class BatchWriter:
         if a.t_invalid is not None and a.t_invalid <= t_valid:
             self.rejected_late = True
             return rejected(line.number, "t_invalid", "must be after t_valid")
-        standing = self.slots.standing_for(line, self.vocab, self.actor)
+        standing = standing_for(self.slots, line, self.vocab, self.actor)
         incoming = decisions.incoming_from(a, line.object_key, t_valid=t_valid)
         decision = decisions.decide(
             incoming, standing, self.vocab.spec, now=now, trusted_rank=self.trusted_rank
         )
         if decision.status == "reinforced":
-            return self._reinforce(line, decision.reinforcement)
-
-        fact = self._new_fact(line, decision, t_valid)
-        conflict_id = None
-        if decision.supersedes:
-            for old_id in decision.supersedes:
-                self._close(self.slots.facts[old_id], line, decision, fact, t_valid)
-        self.slots.add(fact)
-        if decision.status == "flagged":
-            conflict_id = self._open_conflict(line, decision, fact)
-        if decision.supersedes:
-            self._close_moot(decision.supersedes, now)
+            assert decision.reinforcement is not None
+            self.applier.fold(reinforce_effects(decision, now=now, source_ids=self.source_ids))
+            return LineOutcome(
+                line=line.number, status="reinforced", fact_id=decision.reinforcement.fact_id
+            )
+        row = NewFact(
+            self._new_id(),
+            line.scope_id,
+            line.subject_id,
+            self.predicate_ids[a.predicate],
+            a.object_kind,
+            line.object_ref_id,
+            a.object if line.object_ref_id is None else None,
+            line.object_key,
+            a.epistemic,
+            self.source_ids[a.source_type],
+            a.confidence,
+            a.episode,
+            a.statement,
+            a.evidence,
+            self.actor_id,
+            a.bucket,
+            t_valid,
+            a.t_invalid,
+            now,
+            now,
+        )
+        conflict_id = self._new_id() if decision.status == "flagged" else None
+        self.applier.fold(
+            write_effects(decision, row, conflict_id=conflict_id, source_ids=self.source_ids)
+        )
         return LineOutcome(
             line=line.number,
             status=decision.status,
             reason=decision.reason,
-            fact_id=fact.id,
+            fact_id=row.id,
             candidates=tuple(decision.candidates),
             superseded=tuple(decision.supersedes),
             conflict_id=conflict_id,
         )
-
-    def _reinforce(self, line: Line, reinforcement) -> LineOutcome:
-        fact = self.slots.facts[reinforcement.fact_id]
-        fact.last_reinforced_at = line.now
-        fact.confidence = reinforcement.confidence
-        fact.source_type = reinforcement.source_type
-        fact.evidence = reinforcement.evidence
-        fact.changed = True
-        fact.seen = None
-        return LineOutcome(line=line.number, status="reinforced", fact_id=fact.id)
-
-    def _new_fact(self, line: Line, decision, t_valid: datetime) -> FactState:
-        a = line.assertion
-        fact = FactState(
-            id=self._new_id(),
-            scope_id=line.scope_id,
-            subject_id=line.subject_id,
-            predicate=a.predicate,
-            object_kind=a.object_kind,
-            object_key=line.object_key,
-            epistemic=a.epistemic,
-            source_type=a.source_type,
-            confidence=decision.confidence,
-            t_valid=t_valid,
-            t_invalid=a.t_invalid,
-            evidence=a.evidence,
-            bucket=a.bucket,
-            author_id=self.actor_id,
-            last_reinforced_at=line.now,
-            new=True,
-        )
-        fact.row = {
-            "object_ref_id": line.object_ref_id,
-            "object_lit": a.object if line.object_ref_id is None else None,
-            "episode": a.episode,
-            "statement": a.statement,
-            "recorded_at": line.now,
-        }
-        return fact
-
-    def _close(self, old: FactState, line, decision, new: FactState, t_valid) -> None:
-        self.slots.close(old)
-        old.t_invalid = t_valid
-        old.invalidated_at = line.now
-        old.invalidation_reason = decision.rationale
-        old.superseded_by = new.id
-        old.changed = True
-        old.seen = None
-        self._audit(
-            line.now,
-            line.scope_id,
-            "superseded",
-            "fact",
-            new.id,
-            before={"fact": str(old.id), "t_invalid": None},
-            after={
-                "fact": str(old.id),
-                "t_invalid": t_valid.isoformat(),
-                "superseded_by": str(new.id),
-            },
-            rule="write path: supersede",
-            reason=decision.rationale,
-            actor=self.actor,
-        )
-
-    def _open_conflict(self, line: Line, decision, fact: FactState) -> UUID:
-        conflict = ConflictState(
-            id=self._new_id(),
-            scope_id=line.scope_id,
-            opened_at=line.now,
-            members=[(MemberRole.INCOMING, fact.id)]
-            + [(MemberRole.EXISTING, c) for c in decision.candidates],
-            new=True,
-        )
-        conflict.row = {
-            "kind": decision.reason,
-            "subject_id": line.subject_id,
-            "predicate_id": self.vocab.predicates[line.assertion.predicate].pk,
-        }
-        self.conflicts[conflict.id] = conflict
-        self.new_conflicts.append(conflict)
-        self._index(conflict)
-        self._audit(
-            line.now,
-            line.scope_id,
-            "opened-conflict",
-            "conflict",
-            conflict.id,
-            after={
-                "kind": decision.reason,
-                "incoming": str(fact.id),
-                "candidates": [str(c) for c in decision.candidates],
-            },
-            rule=f"write path: {decision.reason}",
-            reason=decision.rationale,
-            actor=self.actor,
-        )
-        return conflict.id
-
-    def _index(self, conflict: ConflictState) -> None:
-        for _, fact_id in conflict.members:
-            self.conflicts_of.setdefault(fact_id, []).append(conflict)
-
-    def _close_moot(self, fact_ids, now: datetime) -> None:
-        affected = {
-            conflict.id: conflict
-            for fact_id in fact_ids
-            for conflict in self.conflicts_of.get(fact_id, ())
-            if conflict.closed_at is None
-        }.values()
-        for conflict in sorted(affected, key=lambda c: (c.opened_at, str(c.id))):
-            states = [(role, self._live(fact_id)) for role, fact_id in conflict.members]
-            if decisions.conflict_is_moot(states):
-                conflict.closed_at = now
-                self._audit(
-                    now,
-                    conflict.scope_id,
-                    "closed-conflict",
-                    "conflict",
-                    conflict.id,
-                    before={"status": "open"},
-                    after={"status": "resolved", "resolution": Resolution.MOOT},
-                    rule="moot: a side is no longer live",
-                    actor=None,
-                )
-
-    def _live(self, fact_id: UUID) -> bool:
-        fact = self.slots.facts.get(fact_id)
-        if fact is None:
-            return fact_id not in self.ended_elsewhere
-        return fact.t_invalid is None
-
-    def _audit(self, at, scope_id, action, target_type, target_id, *, actor, **fields) -> None:
-        """An audit entry as ``memories.audit.record_audit`` would write it, kept for the COPY."""
-        self.audit.append(
-            writes.AuditRow(
-                at=at,
-                actor_id=actor.pk if actor is not None and actor.is_authenticated else None,
-                scope_id=scope_id,
-                action=action,
-                target_type=target_type,
-                target_id=str(target_id),
-                before=fields.get("before"),
-                after=fields.get("after"),
-                reason=fields.get("reason", ""),
-                rule=fields.get("rule", ""),
-            )
-        )
-
-    # --- writing -----------------------------------------------------------------
-
-    def flush(self) -> None:
-        facts = list(self.slots.facts.values())
-        writes.update_standing(
-            [f for f in facts if f.changed and not f.new], actor=self.actor, vocab=self.vocab
-        )
-        writes.insert_new([f for f in facts if f.new], actor=self.actor, vocab=self.vocab)
-        writes.write_conflicts(
-            self.new_conflicts,
-            [c for c in self.conflicts.values() if not c.new and c.closed_at],
-        )
-        writes.insert_audit(self.audit)

@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from memories.actions import close_moot_conflicts
-from memories.audit import fact_state, record_audit
+from memories.apply import apply
+from memories.audit import fact_state
 from memories.core import decisions
 from memories.core.decisions import MAX_EPISODE_LENGTH
+from memories.core.effects import Reinstated, Withdrawn, withdrawal_effects
 from memories.core.text import required_reason, required_text
 from memories.errors import Forbidden, NotFound, StateConflict
 from memories.models import (
@@ -71,7 +73,7 @@ class WithdrawalPlan:
 
 def withdraw_episode(
     *,
-    actor,
+    actor: User,
     scope: str,
     episode: str,
     reason: str,
@@ -242,8 +244,8 @@ def _moot_after(withdrawn_ids: set[UUID], reinstated_ids: set[UUID]) -> list[UUI
     )
 
 
-def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
-    withdrawn_log = []
+def _apply(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> None:
+    withdrawn = []
     for fact in plan.withdrawn:
         before = fact_state(fact)
         # The interval must end after it starts (a database constraint): a
@@ -253,13 +255,8 @@ def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
         fact.invalidated_by = actor
         fact.invalidation_kind = InvalidationKind.WITHDRAWN
         fact.invalidation_reason = reason
-        withdrawn_log.append({"fact": str(fact.pk), "before": before, "after": fact_state(fact)})
-    # Close first: reopening a fact whose value the withdrawn one restated
-    # (an escalation) needs the withdrawn one out of the live-value index.
-    closing = ["t_invalid", "invalidated_at", "invalidated_by", "invalidation_kind"]
-    Fact.objects.bulk_update(plan.withdrawn, [*closing, "invalidation_reason"])
-
-    reinstated_log = []
+        withdrawn.append(Withdrawn(fact.pk, fact.t_invalid, before, fact_state(fact)))
+    reinstated = []
     for fact in plan.reinstated:
         before = {
             **fact_state(fact),
@@ -273,8 +270,7 @@ def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
         fact.invalidation_kind = ""
         fact.invalidation_reason = ""
         fact.superseded_by = None
-        reinstated_log.append({"fact": str(fact.pk), "before": before, "after": fact_state(fact)})
-    Fact.objects.bulk_update(plan.reinstated, [*closing, "invalidation_reason", "superseded_by"])
+        reinstated.append(Reinstated(fact.pk, before, fact_state(fact)))
 
     plan.withdrawal = Withdrawal.objects.create(
         scope=plan.scope,
@@ -282,45 +278,25 @@ def _apply(plan: WithdrawalPlan, *, actor, reason: str, now: datetime) -> None:
         actor=actor,
         at=now,
         reason=reason,
-        withdrawn=withdrawn_log,
-        reinstated=reinstated_log,
+        withdrawn=[
+            {"fact": str(w.fact_id), "before": w.before, "after": w.after} for w in withdrawn
+        ],
+        reinstated=[
+            {"fact": str(r.fact_id), "before": r.before, "after": r.after} for r in reinstated
+        ],
     )
-    scope_id = plan.scope.pk
-    record_audit(
-        at=now,
-        actor=actor,
-        scope_id=scope_id,
-        action="withdrew-episode",
-        target=plan.withdrawal,
-        after={
-            "episode": plan.episode,
-            "withdrawn": [entry["fact"] for entry in withdrawn_log],
-            "reinstated": [entry["fact"] for entry in reinstated_log],
-            "kept_closed": [{"fact": str(k.fact.pk), "why": k.why} for k in plan.kept_closed],
-        },
-        reason=reason,
+    applied = apply(
+        withdrawal_effects(
+            plan.withdrawal.pk,
+            plan.scope.pk,
+            episode=plan.episode,
+            withdrawn=withdrawn,
+            reinstated=reinstated,
+            kept_closed=[{"fact": str(k.fact.pk), "why": k.why} for k in plan.kept_closed],
+            reason=reason,
+            now=now,
+            actor_id=actor.pk,
+        )
     )
-    for fact, entry in zip(plan.withdrawn, withdrawn_log, strict=True):
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=scope_id,
-            action="withdrawn",
-            target=fact,
-            before=entry["before"],
-            after=entry["after"],
-            reason=reason,
-        )
-    for fact, entry in zip(plan.reinstated, reinstated_log, strict=True):
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=scope_id,
-            action="reinstated",
-            target=fact,
-            before=entry["before"],
-            after=entry["after"],
-            reason=reason,
-        )
-    closed = close_moot_conflicts([fact.pk for fact in plan.withdrawn], now=now)
-    plan.closed_conflicts = sorted((conflict.pk for conflict in closed), key=str)
+    closed = applied.closed_moot
+    plan.closed_conflicts = sorted(closed, key=str)

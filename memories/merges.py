@@ -18,17 +18,19 @@ and an undo never leaves a dangling chain behind it.
 
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from memories.audit import record_audit
+from memories.apply import apply
+from memories.core.effects import merge_effects
 from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Entity, EntityMerge, Scope
 from memories.roles import is_steward_of
 
 
-def visible_entity(actor, entity_id: int | str) -> Entity:
+def visible_entity(actor: User, entity_id: int | str) -> Entity:
     """An entity in one of ``actor``'s scopes; anything else is :class:`NotFound`."""
     try:
         pk = int(entity_id)
@@ -46,7 +48,7 @@ def visible_entity(actor, entity_id: int | str) -> Entity:
 
 def merge_entities(
     *,
-    actor,
+    actor: User,
     entity_id: int | str,
     into_id: int | str,
     reason: str,
@@ -85,22 +87,25 @@ def merge_entities(
             at=now,
             reason=reason,
         )
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=entity.scope_id,
-            action="merged-entity",
-            target=merge,
-            before={"entity": entity.name, "resolves_to": entity.name},
-            after={"entity": entity.name, "resolves_to": into.name},
-            reason=reason,
+        apply(
+            merge_effects(
+                merge.pk,
+                entity.scope_id,
+                "merged-entity",
+                entity.name,
+                was=entity.name,
+                now_resolves_to=into.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
         )
     return merge
 
 
 def undo_merge(
     *,
-    actor,
+    actor: User,
     merge_id: int | str,
     reason: str,
     now: datetime | None = None,
@@ -137,15 +142,18 @@ def undo_merge(
             at=now,
             reason=reason,
         )
-        record_audit(
-            at=now,
-            actor=actor,
-            scope_id=merge.scope_id,
-            action="unmerged-entity",
-            target=undo,
-            before={"entity": merge.entity.name, "resolves_to": merge.into.name},
-            after={"entity": merge.entity.name, "resolves_to": merge.entity.name},
-            reason=reason,
+        apply(
+            merge_effects(
+                undo.pk,
+                merge.scope_id,
+                "unmerged-entity",
+                merge.entity.name,
+                was=merge.into.name,
+                now_resolves_to=merge.entity.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
         )
     return undo
 

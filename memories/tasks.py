@@ -24,8 +24,10 @@ from django.db import transaction
 from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
+from psycopg.types.json import Jsonb
 
 from memories import truth
+from memories.lookups import hot_cursor
 from memories.models import Predicate, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
@@ -43,6 +45,14 @@ SWEEP_BATCH = 500
 def recompute_slot_task(scope_id: int, subject_id: int, predicate_id: int) -> dict[str, Any]:
     """Recompute one truth slot; enqueue its adjudication when a model should be asked."""
     return _summary(_recompute(scope_id, subject_id, predicate_id))
+
+
+@task
+def recompute_slots_task(slots: list[list[int]]) -> dict[str, int]:
+    """Recompute several truth slots (one import batch's), each ``[scope, subject, predicate]``."""
+    for scope_id, subject_id, predicate_id in slots:
+        _recompute(scope_id, subject_id, predicate_id)
+    return {"recomputed": len(slots)}
 
 
 @task
@@ -113,6 +123,11 @@ def enqueue_slot_recompute(scope_id: int, subject_id: int, predicate_id: int) ->
     enqueue_on_commit(
         recompute_slot_task, scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
     )
+
+
+def enqueue_slots_recompute(slots: list[tuple[int, int, int]]) -> None:
+    """Recompute these slots after commit, in one task (a batch's worth of writes)."""
+    enqueue_on_commit(recompute_slots_task, slots=[list(slot) for slot in slots])
 
 
 def mark_predicate_slots_stale(predicate: Predicate, reason: str) -> int:
@@ -216,14 +231,29 @@ def enqueue_once(task_: Task, **kwargs: Any) -> TaskResult | None:
     Only a *waiting* duplicate counts: one already running may have read
     the rows before the change that asks for this run.
     """
-    waiting = DBTaskResult.objects.filter(
-        status=TaskResultStatus.READY,
-        task_path=task_.module_path,
-        args_kwargs={"args": [], "kwargs": kwargs},
-    )
-    if waiting.exists():
+    # Asked after every write to a slot: a statement prepared once per
+    # connection, since building and planning the ORM's filter each time
+    # costs more than the write's own INSERT.
+    with hot_cursor() as cursor:
+        cursor.execute(
+            _WAITING_SQL,
+            [
+                TaskResultStatus.READY,
+                task_.module_path,
+                Jsonb({"args": [], "kwargs": kwargs}),
+            ],
+            prepare=True,
+        )
+        (waiting,) = cursor.fetchone()
+    if waiting:
         return None
     return task_.enqueue(**kwargs)
+
+
+_WAITING_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {DBTaskResult._meta.db_table}"
+    " WHERE status = %s AND task_path = %s AND args_kwargs = %s)"
+)
 
 
 def retry_failed(task_result_id: str) -> TaskResult:

@@ -32,6 +32,10 @@ class LoadedVocabulary:
     def source_names(self) -> Mapping[int, str]:
         return {row.pk: name for name, row in self.sources.items()}
 
+    @cached_property
+    def source_ids(self) -> Mapping[str, int]:
+        return {name: row.pk for name, row in self.sources.items()}
+
     def knows(self, data: Mapping[str, Any]) -> bool:
         """Whether the predicate and source type ``data`` names are in this copy."""
         return data.get("predicate") in self.predicates and data.get("source_type") in self.sources

@@ -23,7 +23,6 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {}
 # Known edges that break the picture, each with why it is still there. An
 # entry that no longer matches anything fails the tests, so the list shrinks.
 ALLOWED_EDGES = {
-    ("memories.batch_writes", "memories.batch"): "removed by the apply rework",
     ("memories.management.commands.seed_demo", "admissions.actions"): (
         "the demo loader records verdicts too; it moves above memories when it is split"
     ),

@@ -1,0 +1,493 @@
+"""What a decision changes, as plain values, and the pure builders that say it.
+
+Every writer of facts and conflicts (the actions, the import, background
+maintenance) turns its decision into :class:`Effects` here and hands them to
+``memories.apply``, which turns them into rows. So each rule's wording (the
+audit rule, the moot reason) is written once, in this module, and both of
+apply's back ends take the same values.
+
+Pure: no Django, no clock, no randomness. Ids and instants are passed in.
+The values are named tuples: the import builds several per line, and a tuple
+is the cheapest frozen value to build.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from memories.core.decisions import Decision, Evidence, Rejected, conflict_is_moot
+
+# --- the rules' wording, once --------------------------------------------------------
+
+SUPERSEDE_RULE = "write path: supersede"
+MOOT_RULE = "moot: a side is no longer live"
+MOOT_REASON = "closed by itself: a side of it is no longer live"
+
+SUPERSEDED = "superseded"
+INVALIDATED = "invalidated"
+WITHDRAWN = "withdrawn"
+MOOT = "moot"
+INCOMING = "incoming"
+EXISTING = "existing"
+
+RESOLUTIONS = {"keep": "kept", "coexist": "coexist", "dismiss": "dismissed"}
+
+
+def write_path_rule(reason: str | None) -> str:
+    """The audit rule of a conflict the write path opened for ``reason``."""
+    return f"write path: {reason}"
+
+
+# --- the effects -------------------------------------------------------------------
+
+
+class NewFact(NamedTuple):
+    """Every column of a fact to create, live unless ``t_invalid`` bounds it."""
+
+    id: UUID
+    scope_id: int
+    subject_id: int
+    predicate_id: int
+    object_kind: str
+    object_ref_id: int | None
+    object_lit: str | None
+    object_key: str
+    epistemic: str
+    source_type_id: int
+    confidence: float
+    episode: str
+    statement: str
+    evidence: tuple[Evidence, ...]
+    author_id: int
+    bucket: str
+    t_valid: datetime
+    t_invalid: datetime | None
+    recorded_at: datetime
+    last_reinforced_at: datetime
+
+
+class Reinforce(NamedTuple):
+    """A standing fact restated: its confidence, source and evidence after the restating."""
+
+    fact_id: UUID
+    confidence: float
+    source_type_id: int
+    evidence: tuple[Evidence, ...]
+    last_reinforced_at: datetime
+
+
+class CloseInterval(NamedTuple):
+    """End a live fact's valid interval at ``at`` (recorded ``now``)."""
+
+    fact_id: UUID
+    at: datetime
+    now: datetime
+    kind: str  # superseded | invalidated | withdrawn
+    reason: str
+    superseded_by: UUID | None = None
+    invalidated_by: int | None = None
+
+
+class PointAt(NamedTuple):
+    """A closed fact names the fact that replaced it (a correction, after its replacement)."""
+
+    fact_id: UUID
+    superseded_by: UUID
+
+
+class Reopen(NamedTuple):
+    """A closed fact reinstated (a withdrawal undoing a supersession): live again."""
+
+    fact_id: UUID
+
+
+class Member(NamedTuple):
+    fact_id: UUID
+    role: str  # incoming | existing
+    disputes: bool
+
+
+class OpenConflict(NamedTuple):
+    id: UUID
+    kind: str
+    scope_id: int
+    subject_id: int
+    predicate_id: int
+    opened_at: datetime
+    members: tuple[Member, ...]
+
+
+class CloseConflict(NamedTuple):
+    """Resolve an open conflict. ``kept``: the members kept, when the ruling names them."""
+
+    id: UUID
+    at: datetime
+    resolution: str
+    reason: str
+    resolved_by: int | None = None
+    kept: frozenset[UUID] | None = None
+
+
+class AuditNote(NamedTuple):
+    """One audit entry; ``actor_id`` None for an automatic change, which names its rule."""
+
+    at: datetime
+    scope_id: int
+    action: str
+    target_type: str
+    target_id: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    reason: str
+    rule: str
+    actor_id: int | None
+
+
+Change = (
+    NewFact
+    | Reinforce
+    | CloseInterval
+    | PointAt
+    | Reopen
+    | OpenConflict
+    | CloseConflict
+    | AuditNote
+)
+
+
+class Effects(NamedTuple):
+    """What one decision changes, in the order to apply it.
+
+    ``check_moot``: facts that stopped being live, whose open conflicts may
+    have closed by themselves; apply weighs them after the changes, at ``now``.
+    """
+
+    changes: tuple[Change, ...]
+    check_moot: tuple[UUID, ...] = ()
+    now: datetime | None = None
+
+
+# --- builders ----------------------------------------------------------------------
+
+
+def write_effects(
+    decision: Decision,
+    fact: NewFact,
+    *,
+    conflict_id: UUID | None,
+    source_ids: Mapping[str, int],
+) -> Effects:
+    """The effects of a write-path decision on the incoming fact ``fact`` (SPEC §2, §3).
+
+    ``fact`` carries the incoming assertion's resolved values with its id;
+    its confidence is replaced by the decision's. A reinforcement touches
+    the standing fact only; otherwise the superseded facts close at the new
+    fact's t_valid, pointing at it, before it is inserted (an escalation
+    restates the value the one-live-value index holds), a flagged write opens
+    a conflict of the new fact against the candidates, and the superseded
+    facts' conflicts are weighed for mootness.
+    """
+    now = fact.recorded_at
+    actor_id = fact.author_id
+    if decision.status == "reinforced":
+        return reinforce_effects(decision, now=now, source_ids=source_ids)
+    fact = fact._replace(confidence=decision.confidence)
+    changes: list[Change] = [
+        CloseInterval(old, fact.t_valid, now, SUPERSEDED, decision.rationale, fact.id, actor_id)
+        for old in decision.supersedes
+    ]
+    changes.append(fact)
+    if decision.status == "flagged":
+        assert conflict_id is not None
+        members = (
+            Member(fact.id, INCOMING, True),
+            *(Member(c, EXISTING, False) for c in decision.candidates),
+        )
+        changes.append(
+            OpenConflict(
+                conflict_id,
+                decision.reason,
+                fact.scope_id,
+                fact.subject_id,
+                fact.predicate_id,
+                now,
+                members,
+            )
+        )
+        changes.append(
+            AuditNote(
+                now,
+                fact.scope_id,
+                "opened-conflict",
+                "conflict",
+                str(conflict_id),
+                None,
+                {
+                    "kind": decision.reason,
+                    "incoming": str(fact.id),
+                    "candidates": [str(c) for c in decision.candidates],
+                },
+                decision.rationale,
+                write_path_rule(decision.reason),
+                actor_id,
+            )
+        )
+    t_invalid = fact.t_valid.isoformat()
+    for old in decision.supersedes:
+        changes.append(
+            AuditNote(
+                now,
+                fact.scope_id,
+                "superseded",
+                "fact",
+                str(fact.id),
+                {"fact": str(old), "t_invalid": None},
+                {"fact": str(old), "t_invalid": t_invalid, "superseded_by": str(fact.id)},
+                decision.rationale,
+                SUPERSEDE_RULE,
+                actor_id,
+            )
+        )
+    return Effects(tuple(changes), tuple(decision.supersedes), now)
+
+
+def reinforce_effects(
+    decision: Decision, *, now: datetime, source_ids: Mapping[str, int]
+) -> Effects:
+    """A reinforcing decision's one effect: the standing fact restated at ``now``."""
+    r = decision.reinforcement
+    assert r is not None
+    return Effects(
+        (Reinforce(r.fact_id, r.confidence, source_ids[r.source_type], r.evidence, now),),
+        now=now,
+    )
+
+
+def moot_effects(
+    conflict_id: UUID, scope_id: int, members: Sequence[tuple[str, bool]], *, now: datetime
+) -> tuple[Change, ...]:
+    """Close an open conflict that no longer has two sides (SPEC §3); nothing if it has.
+
+    ``members``: each member's (role, live) as it stands after the changes.
+    """
+    if not conflict_is_moot(members):
+        return ()
+    return (
+        CloseConflict(conflict_id, now, MOOT, MOOT_REASON),
+        AuditNote(
+            now,
+            scope_id,
+            "closed-conflict",
+            "conflict",
+            str(conflict_id),
+            {"status": "open"},
+            {"status": "resolved", "resolution": MOOT},
+            "",
+            MOOT_RULE,
+            None,
+        ),
+    )
+
+
+def invalidation_effects(
+    fact_id: UUID,
+    scope_id: int,
+    before: dict[str, Any],
+    *,
+    at: datetime,
+    now: datetime,
+    kind: str,
+    reason: str,
+    actor_id: int,
+) -> Effects:
+    """A human ends a live fact at ``at`` (SPEC §3). ``before``: its audit state now."""
+    after = {
+        **before,
+        "t_invalid": at.astimezone(UTC).isoformat(),
+        "invalidation_kind": kind,
+        "superseded_by": None,
+    }
+    return Effects(
+        (
+            CloseInterval(fact_id, at, now, kind, reason, None, actor_id),
+            AuditNote(
+                now, scope_id, kind, "fact", str(fact_id), before, after, reason, "", actor_id
+            ),
+        ),
+        (fact_id,),
+        now,
+    )
+
+
+class MemberState(NamedTuple):
+    fact_id: UUID
+    live: bool
+    t_valid: datetime
+
+
+def resolution_effects(
+    conflict_id: UUID,
+    scope_id: int,
+    members: Iterable[MemberState],
+    *,
+    action: str,
+    keep: frozenset[UUID],
+    reason: str,
+    now: datetime,
+    actor_id: int,
+) -> Effects:
+    """A human's ruling on an open conflict (SPEC §3): keep, coexist or dismiss.
+
+    ``keep`` ends every live member not kept, now; raises :class:`Rejected`
+    when one of them only becomes valid in the future.
+    """
+    ended: list[UUID] = []
+    if action == "keep":
+        for member in members:
+            if member.fact_id not in keep and member.live:
+                if now <= member.t_valid:
+                    raise Rejected("keep", "a fact to end only becomes valid in the future")
+                ended.append(member.fact_id)
+    resolution = RESOLUTIONS[action]
+    changes: list[Change] = [
+        CloseInterval(fact_id, now, now, INVALIDATED, reason, None, actor_id) for fact_id in ended
+    ]
+    changes.append(
+        CloseConflict(
+            conflict_id, now, resolution, reason, actor_id, keep if action == "keep" else None
+        )
+    )
+    changes.append(
+        AuditNote(
+            now,
+            scope_id,
+            "resolved-conflict",
+            "conflict",
+            str(conflict_id),
+            {"status": "open"},
+            {
+                "status": "resolved",
+                "resolution": resolution,
+                "kept": sorted(str(fact_id) for fact_id in keep),
+                "invalidated": sorted(str(fact_id) for fact_id in ended),
+            },
+            reason,
+            "",
+            actor_id,
+        )
+    )
+    return Effects(tuple(changes), tuple(ended), now)
+
+
+class Withdrawn(NamedTuple):
+    """One fact a withdrawal closes at ``at``, with its audit state before and after."""
+
+    fact_id: UUID
+    at: datetime
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+class Reinstated(NamedTuple):
+    """One fact a withdrawal reopens, with its audit state before and after."""
+
+    fact_id: UUID
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+def withdrawal_effects(
+    withdrawal_id: Any,
+    scope_id: int,
+    *,
+    episode: str,
+    withdrawn: Sequence[Withdrawn],
+    reinstated: Sequence[Reinstated],
+    kept_closed: list[dict[str, str]],
+    reason: str,
+    now: datetime,
+    actor_id: int,
+) -> Effects:
+    """A steward withdraws an episode (SPEC §12): its facts close, what they superseded reopens.
+
+    The closings come first: reopening a fact whose value a withdrawn one
+    restated (an escalation) needs the withdrawn one out of the live-value
+    index. The withdrawn facts' conflicts are weighed for mootness.
+    """
+    changes: list[Change] = [
+        CloseInterval(w.fact_id, w.at, now, WITHDRAWN, reason, None, actor_id) for w in withdrawn
+    ]
+    changes += [Reopen(r.fact_id) for r in reinstated]
+    changes.append(
+        AuditNote(
+            now,
+            scope_id,
+            "withdrew-episode",
+            "withdrawal",
+            str(withdrawal_id),
+            None,
+            {
+                "episode": episode,
+                "withdrawn": [str(w.fact_id) for w in withdrawn],
+                "reinstated": [str(r.fact_id) for r in reinstated],
+                "kept_closed": kept_closed,
+            },
+            reason,
+            "",
+            actor_id,
+        )
+    )
+    for action, entries in (("withdrawn", withdrawn), ("reinstated", reinstated)):
+        changes += [
+            AuditNote(
+                now,
+                scope_id,
+                action,
+                "fact",
+                str(e.fact_id),
+                e.before,
+                e.after,
+                reason,
+                "",
+                actor_id,
+            )
+            for e in entries
+        ]
+    return Effects(tuple(changes), tuple(w.fact_id for w in withdrawn), now)
+
+
+def merge_effects(
+    merge_id: int,
+    scope_id: int,
+    action: str,
+    entity: str,
+    *,
+    was: str,
+    now_resolves_to: str,
+    reason: str,
+    now: datetime,
+    actor_id: int,
+) -> Effects:
+    """An entity merge recorded, or undone: what ``entity`` resolves to, before and after.
+
+    No fact changes: a merge decides where later writes land, not what
+    stands.
+    """
+    return Effects(
+        (
+            AuditNote(
+                now,
+                scope_id,
+                action,
+                "entitymerge",
+                str(merge_id),
+                {"entity": entity, "resolves_to": was},
+                {"entity": entity, "resolves_to": now_resolves_to},
+                reason,
+                "",
+                actor_id,
+            ),
+        ),
+        now=now,
+    )

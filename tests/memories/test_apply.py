@@ -1,0 +1,239 @@
+"""apply's two back ends take the same Effects to the same rows.
+
+The same sequence of Effects is applied one write at a time, the end state
+read, rolled back to a savepoint, then folded and flushed set-wise: facts,
+conflicts, members and audit entries must come out alike.
+"""
+
+import json
+from datetime import timedelta
+from uuid import uuid4
+
+import pytest
+from django.db import transaction
+from django_tasks_db.models import DBTaskResult
+
+from memories.actions import assert_fact
+from memories.apply import FactState, SetApplier, Slots, apply
+from memories.batch import load_open_conflicts
+from memories.core.decisions import Decision, Evidence, Reinforcement
+from memories.core.effects import NewFact, reinforce_effects, write_effects
+from memories.ingest import import_lines
+from memories.models import AuditEntry, Conflict, ConflictMember, Fact
+from memories.vocabulary import load_vocabulary
+from tests.conftest import at
+from tests.taskqueue import task_statuses
+
+pytestmark = pytest.mark.django_db
+
+START = at("2026-03-01T12:00:00")
+
+
+def write(actor, obj, source, **extra):
+    data = {
+        "scope": "project",
+        "subject": "AuthService",
+        "predicate": "core/has-version",
+        "object": obj,
+        "source_type": source,
+        **extra,
+    }
+    return assert_fact(actor=actor, data=data, now=START)
+
+
+def end_state(scope) -> dict:
+    facts = Fact.objects.filter(scope=scope).order_by("recorded_at", "id")
+    skip = {"id"}
+    return {
+        "facts": [
+            {f.attname: getattr(fact, f.attname) for f in Fact._meta.concrete_fields}
+            for fact in facts
+        ],
+        "conflicts": [
+            {f.attname: getattr(c, f.attname) for f in Conflict._meta.concrete_fields}
+            for c in Conflict.objects.filter(scope=scope).order_by("opened_at", "id")
+        ],
+        "members": sorted(
+            (str(m.conflict_id), str(m.fact_id), m.role, m.disputes, m.kept)
+            for m in ConflictMember.objects.filter(conflict__scope=scope)
+        ),
+        "audit": [
+            {
+                f.attname: getattr(entry, f.attname)
+                for f in AuditEntry._meta.concrete_fields
+                if f.attname not in skip
+            }
+            for entry in AuditEntry.objects.filter(scope=scope).order_by("id")
+        ],
+    }
+
+
+def loaded_slots(scope, vocab) -> Slots:
+    """Every fact of the scope as the set-wise back end holds it (what a batch loads)."""
+    slots = Slots()
+    for fact in Fact.objects.filter(scope=scope).order_by("recorded_at", "id"):
+        slots.add(
+            FactState(
+                id=fact.id,
+                scope_id=fact.scope_id,
+                subject_id=fact.subject_id,
+                predicate=vocab.predicate_names[fact.predicate_id],
+                object_kind=fact.object_kind,
+                object_key=fact.object_key,
+                epistemic=fact.epistemic,
+                source_type=vocab.source_names[fact.source_type_id],
+                confidence=fact.confidence,
+                t_valid=fact.t_valid,
+                t_invalid=fact.t_invalid,
+                evidence=tuple(Evidence(**item) for item in fact.evidence),
+                bucket=fact.bucket,
+                author_id=fact.author_id,
+                last_reinforced_at=fact.last_reinforced_at,
+            )
+        )
+    return slots
+
+
+def test_both_back_ends_end_in_the_same_rows(member, scope):
+    vocab = load_vocabulary()
+    standing = write(member, "2.0.0", "code", confidence=0.95)
+    outranked = write(member, "3.0.0", "agent-note")
+    assert outranked.status == "flagged"  # a conflict for the supersession below to moot
+    old, disputed = standing.fact, outranked.fact
+    now = START + timedelta(hours=1)
+
+    def new_fact(value: str, source: str) -> NewFact:
+        return NewFact(
+            uuid4(),
+            scope.pk,
+            old.subject_id,
+            old.predicate_id,
+            "literal",
+            None,
+            value,
+            value,
+            "observation",
+            vocab.source_ids[source],
+            0.8,
+            "ep-1",
+            "",
+            (Evidence("commit:1"),),
+            member.pk,
+            "system",
+            now,
+            None,
+            now,
+            now,
+        )
+
+    newer = new_fact("2.1.0", "code")
+    doubtful = new_fact("2.2.0", "agent-note")
+    sequence = [
+        write_effects(
+            Decision(
+                "superseded", confidence=0.85, supersedes=(old.pk, disputed.pk), rationale="newer"
+            ),
+            newer,
+            conflict_id=None,
+            source_ids=vocab.source_ids,
+        ),
+        write_effects(
+            Decision(
+                "flagged",
+                reason="outranked",
+                confidence=0.4,
+                candidates=(newer.id,),
+                rationale="lower rank",
+            ),
+            doubtful,
+            conflict_id=uuid4(),
+            source_ids=vocab.source_ids,
+        ),
+        reinforce_effects(
+            Decision(
+                "reinforced",
+                reinforcement=Reinforcement(
+                    newer.id, 0.9, "code", (Evidence("commit:1"), Evidence("commit:2")), False
+                ),
+            ),
+            now=now + timedelta(minutes=1),
+            source_ids=vocab.source_ids,
+        ),
+    ]
+
+    savepoint = transaction.savepoint_create()
+    for effects in sequence:
+        apply(effects)
+    one_at_a_time = end_state(scope)
+    transaction.savepoint_rollback(savepoint)
+
+    slots = loaded_slots(scope, vocab)
+    conflicts, ended_elsewhere = load_open_conflicts(slots)
+    applier = SetApplier(
+        vocab=vocab, slots=slots, conflicts=conflicts, ended_elsewhere=ended_elsewhere
+    )
+    for effects in sequence:
+        applier.fold(effects)
+    applier.flush()
+    set_wise = end_state(scope)
+
+    assert set_wise == one_at_a_time
+    # And the sequence did what it says: the first conflict closed as moot.
+    resolutions = [c["resolution"] for c in one_at_a_time["conflicts"]]
+    assert resolutions == ["moot", ""]
+    assert [entry["action"] for entry in one_at_a_time["audit"]][-4:] == [
+        "superseded",
+        "superseded",
+        "closed-conflict",
+        "opened-conflict",
+    ]
+
+
+def test_the_slots_a_write_touches_are_recomputed_once_each_after_commit(
+    member, scope, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        first = write(member, "2.0.0", "code", confidence=0.95)
+        # Another write to the same slot in the same transaction: still one task.
+        write(member, "2.1.0", "code")
+    assert task_statuses() == [("recompute_slot_task", "READY")]
+    fact = first.fact
+    (task,) = DBTaskResult.objects.all()
+    assert task.args_kwargs["kwargs"] == {
+        "scope_id": fact.scope_id,
+        "subject_id": fact.subject_id,
+        "predicate_id": fact.predicate_id,
+    }
+
+
+def test_nothing_is_enqueued_for_a_write_rolled_back(
+    member, scope, django_capture_on_commit_callbacks
+):
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        write(member, "2.0.0", "code")
+        raise RuntimeError("rolled back")
+    assert task_statuses() == []
+
+
+def test_an_import_batch_asks_for_its_slots_in_one_task(
+    member, scope, django_capture_on_commit_callbacks
+):
+    lines = [
+        json.dumps({**LINE, "subject": subject, "object": "1.0"}) for subject in ("a", "b", "c")
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        report = import_lines(lines, actor=member, now=START)
+    assert [outcome.status for outcome in report.outcomes] == ["created"] * 3
+    assert task_statuses() == [("recompute_slots_task", "READY")]
+    (task,) = DBTaskResult.objects.all()
+    slots = task.args_kwargs["kwargs"]["slots"]
+    assert sorted(slots) == sorted(
+        [f.scope_id, f.subject_id, f.predicate_id] for f in Fact.objects.filter(scope=scope)
+    )
+
+
+LINE = {"scope": "project", "predicate": "core/has-version", "source_type": "code"}
