@@ -132,12 +132,16 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # turns this on) takes its connections from one pool instead (psycopg's),
 # open across requests, their prepared statements kept. Not for the other
 # processes: import_facts forks workers, which must not inherit open pools.
+# Nor for the embedded database: a pool reconnects by itself, past the
+# embedded backend that starts a killed server again, so a local server would
+# stay down; there each request opens its own connection over the socket.
 if env_bool("CLAIMGRAPH_DATABASE_POOL", False):
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["OPTIONS"].setdefault(
-        "pool",
-        {"min_size": 1, "max_size": env_int("CLAIMGRAPH_DATABASE_POOL_SIZE", 8, minimum=1)},
-    )
+    if DATABASE_URL:
+        DATABASES["default"]["OPTIONS"].setdefault(
+            "pool",
+            {"min_size": 1, "max_size": env_int("CLAIMGRAPH_DATABASE_POOL_SIZE", 8, minimum=1)},
+        )
 # Several test runs can share one server when each names its own test database.
 if test_database_name := env_str("CLAIMGRAPH_TEST_DATABASE"):
     DATABASES["default"]["TEST"] = {"NAME": test_database_name}
