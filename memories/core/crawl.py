@@ -16,11 +16,14 @@ Three rules, none of which deletes or rewrites anything:
   ``t_valid`` and points at it, but only where the write path itself could
   have superseded it: policy ``supersede``, no commitment on either side,
   the older fact's source not outranking the newer's, the older fact valid
-  strictly before. Recency alone never decides.
+  strictly before, and no human ruling (``coexist`` or ``dismissed``) between
+  the two. Recency alone never decides.
 - *opened-conflict*: competing values left on such a slot that do not already
   share an open conflict are linked by a conflict of kind ``crawler``, with no
   incoming side, so every member is disputed (SPEC §2). A second run finds
-  them sharing it and adds nothing.
+  them sharing it and adds nothing. Values a human already ruled on together
+  (``coexist``, ``dismissed``) count as linked: the crawler never reopens a
+  question a steward has answered.
 
 Invalidated, superseded and already decayed facts are skipped: the shell
 passes live facts only, and this function drops the decayed ones.
@@ -72,7 +75,9 @@ def has_update_cue(statement: str) -> bool:
 class SlotFact(NamedTuple):
     """One live fact of the slot as the crawler sees it.
 
-    ``open_conflicts``: the ids of the open conflicts it is a member of.
+    ``open_conflicts``: the ids of the open conflicts it is a member of;
+    ``ruled_conflicts``: of the conflicts a human resolved as ``coexist`` or
+    ``dismissed``.
     """
 
     id: UUID
@@ -86,6 +91,7 @@ class SlotFact(NamedTuple):
     last_reinforced_at: datetime
     decayed_at: datetime | None
     open_conflicts: frozenset[UUID]
+    ruled_conflicts: frozenset[UUID] = frozenset()
 
 
 class DecaySettings(NamedTuple):
@@ -143,14 +149,14 @@ def crawl_slot(
         tied = len(candidates) > 1 and candidates[-2].t_valid == newest.t_valid
         if predicate.policy == "supersede" and not tied and has_update_cue(newest.statement):
             for older in candidates[:-1]:
-                if _may_supersede(older, newest, vocabulary):
+                if _may_supersede(older, newest, vocabulary) and not (
+                    older.ruled_conflicts & newest.ruled_conflicts
+                ):
                     changes += _superseded(older, newest, scope_id=scope_id, now=now)
                     superseded.append(older.id)
             counts[SUPERSEDED] = len(superseded)
         competing = [f for f in candidates if f.id not in superseded]
-        unlinked = any(
-            not (a.open_conflicts & b.open_conflicts) for a, b in combinations(competing, 2)
-        )
+        unlinked = any(not _linked(a, b) for a, b in combinations(competing, 2))
         if len(competing) > 1 and unlinked:
             changes += _conflict(
                 competing,
@@ -167,6 +173,11 @@ def crawl_slot(
 def _values_compete(predicate: str, vocabulary: Vocabulary) -> bool:
     spec = vocabulary.predicates[predicate]
     return spec.cardinality == "one" and not spec.event_like
+
+
+def _linked(a: SlotFact, b: SlotFact) -> bool:
+    """Whether two facts share an open conflict, or one a human ruled on."""
+    return bool((a.open_conflicts & b.open_conflicts) or (a.ruled_conflicts & b.ruled_conflicts))
 
 
 def _may_supersede(older: SlotFact, newer: SlotFact, vocabulary: Vocabulary) -> bool:

@@ -198,3 +198,12 @@ def test_decayed_facts_are_skipped_and_never_compete():
     assert already.effects.changes == ()
     fresh = crawl(fact(1, "2.0", last_reinforced_at=long_ago), fact(2, "3.0"))
     assert kinds(fresh) == [MarkDecayed, AuditNote]
+
+
+def test_values_a_human_ruled_on_together_are_never_reopened_nor_superseded():
+    ruled = frozenset({uuid.UUID(int=60)})
+    outcome = crawl(
+        fact(1, "2.0", ruled_conflicts=ruled),
+        fact(2, "3.0", days_ago=2, statement="actually 3.0", ruled_conflicts=ruled),
+    )
+    assert outcome.effects.changes == ()
