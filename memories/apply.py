@@ -219,7 +219,8 @@ _CLOSE = (
     " invalidation_reason = %s, superseded_by_id = %s, invalidated_by_id = %s"
     f" WHERE id = %s AND t_invalid IS NULL RETURNING {_SLOT_COLUMNS}"
 )
-_MARK_DECAYED = f"UPDATE {_FACTS} SET decayed_at = %s WHERE id = %s AND decayed_at IS NULL"
+# A later mark replaces an earlier one: the fact was reinforced in between.
+_MARK_DECAYED = f"UPDATE {_FACTS} SET decayed_at = %s WHERE id = %s"
 _POINT_AT = f"UPDATE {_FACTS} SET superseded_by_id = %s WHERE id = %s"
 _REOPEN = (
     f"UPDATE {_FACTS} SET t_invalid = NULL, invalidated_at = NULL, invalidated_by_id = NULL,"

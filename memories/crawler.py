@@ -39,7 +39,9 @@ SLOT_CHUNK = 500
 
 _ACTIVE = (
     f"FROM {Fact._meta.db_table} WHERE bucket = %s AND t_invalid IS NULL"
-    " AND superseded_by_id IS NULL AND decayed_at IS NULL"
+    " AND superseded_by_id IS NULL"
+    # Not marked decayed, or reinforced since (memories.core.crawl.is_marked_decayed).
+    " AND (decayed_at IS NULL OR decayed_at < last_reinforced_at)"
 )
 _NEXT_SLOTS = (
     f"SELECT DISTINCT scope_id, subject_id, predicate_id {_ACTIVE}"

@@ -26,7 +26,9 @@ Three rules, none of which deletes or rewrites anything:
   question a steward has answered.
 
 Invalidated, superseded and already decayed facts are skipped: the shell
-passes live facts only, and this function drops the decayed ones.
+passes live facts only, and this function drops the decayed ones. A mark
+holds until the fact is reinforced (restated, or used in accepted work):
+that resets the disuse clock, so the fact is a candidate again.
 """
 
 import re
@@ -70,6 +72,11 @@ def crawler_rule(action: str) -> str:
 def has_update_cue(statement: str) -> bool:
     """Whether ``statement`` says it updates a value: a cue as a whole word, any case."""
     return _CUE.search(statement) is not None
+
+
+def is_marked_decayed(decayed_at: datetime | None, last_reinforced_at: datetime) -> bool:
+    """Whether a decay mark still holds: a reinforcement since the mark reset the clock."""
+    return decayed_at is not None and decayed_at >= last_reinforced_at
 
 
 class SlotFact(NamedTuple):
@@ -125,7 +132,7 @@ def crawl_slot(
     counts = dict.fromkeys(ACTIONS, 0)
     candidates = []
     for fact in sorted(facts, key=lambda f: (f.t_valid, str(f.id))):
-        if fact.decayed_at is not None:
+        if is_marked_decayed(fact.decayed_at, fact.last_reinforced_at):
             continue
         source = vocabulary.sources[fact.source_type]
         reads = effective_confidence(

@@ -207,3 +207,16 @@ def test_values_a_human_ruled_on_together_are_never_reopened_nor_superseded():
         fact(2, "3.0", days_ago=2, statement="actually 3.0", ruled_conflicts=ruled),
     )
     assert outcome.effects.changes == ()
+
+
+def test_a_fact_reinforced_since_its_decay_mark_is_a_candidate_again():
+    outcome = crawl(
+        fact(
+            1,
+            "2.0",
+            decayed_at=NOW - timedelta(days=10),
+            last_reinforced_at=NOW - timedelta(days=1),
+        ),
+        fact(2, "3.0"),
+    )
+    assert kinds(outcome) == [OpenConflict, AuditNote]

@@ -148,7 +148,8 @@ def test_invalidated_superseded_and_decayed_facts_are_skipped(member, settings):
     current = write(member, "b", "core/has-version", "1.1").fact
     assert Fact.objects.get(pk=replaced.pk).superseded_by_id == current.pk
     marked = write(member, "c", "core/has-version", "1.0").fact
-    earlier = timezone.now() - timedelta(days=1)
+    # Marked when it was last reinforced: the mark holds.
+    earlier = marked.last_reinforced_at
     Fact.objects.filter(pk=marked.pk).update(decayed_at=earlier)
 
     run = run_crawl()
@@ -196,3 +197,16 @@ def test_the_crawl_is_a_periodic_task_of_the_worker(settings):
     assert job.every() == 120
     assert 0 < job.first_after <= 120
     assert crawl_task.call() == {"superseded": 0, "opened-conflict": 0, "decayed": 0}
+
+
+def test_a_decayed_fact_restated_is_marked_again_only_when_it_fades_again(member, settings):
+    long_ago = timezone.now() - timedelta(days=400)
+    fact = write(member, "AuthService", "core/has-version", "2.0.0", now=long_ago).fact
+    assert run_crawl().counts["decayed"] == 1
+    first_mark = Fact.objects.get(pk=fact.pk).decayed_at
+    write(member, "AuthService", "core/has-version", "2.0.0")  # reinforced: the clock resets
+    assert run_crawl().counts["decayed"] == 0
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = 1.0
+    assert run_crawl().counts["decayed"] == 1
+    assert Fact.objects.get(pk=fact.pk).decayed_at > first_mark
+    assert run_crawl().counts["decayed"] == 0

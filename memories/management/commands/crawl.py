@@ -1,5 +1,7 @@
 """``crawl``: one pass of the maintenance crawler (SPEC §8), with its report."""
 
+import sys
+
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
@@ -19,7 +21,7 @@ class Command(BaseCommand):
             total=count_slots() if on_terminal else None,
             unit="slot",
             disable=not on_terminal,
-            file=self.stderr._out,
+            file=sys.stderr,
         ) as bar:
             run = run_crawl(progress=bar.update)
         self.stdout.write(f"Crawler run {run.pk} finished.")
