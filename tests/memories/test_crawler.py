@@ -1,18 +1,20 @@
 """The maintenance crawler against the real database (SPEC §8)."""
 
+import json
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 from memories.actions import assert_fact, invalidate_fact, resolve_conflict
 from memories.crawler import crawl_task, run_crawl
 from memories.health import background_health
 from memories.models import AuditEntry, Conflict, CrawlerRun, Fact, Predicate
 from memories.vocabulary import forget_vocabulary
-from memories.worker import PERIODIC_JOBS
+from memories.worker import PERIODIC_JOBS, Scheduler
 
 pytestmark = pytest.mark.django_db
 
@@ -210,3 +212,24 @@ def test_a_decayed_fact_restated_is_marked_again_only_when_it_fades_again(member
     assert run_crawl().counts["decayed"] == 1
     assert Fact.objects.get(pk=fact.pk).decayed_at > first_mark
     assert run_crawl().counts["decayed"] == 0
+
+
+def test_the_scheduler_runs_the_first_crawl_a_minute_after_it_starts():
+    clock = [1_000.0]
+    job = next(job for job in PERIODIC_JOBS if job.task is crawl_task)
+    scheduler = Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: clock[0])
+    scheduler.tick(1_000.0)
+    assert not DBTaskResult.objects.exists()
+    scheduler.tick(1_000.0 + job.first_after)
+    assert list(DBTaskResult.objects.values_list("task_path", flat=True)) == [
+        "memories.crawler.crawl_task"
+    ]
+
+
+def test_an_export_carries_the_decay_mark(member, tmp_path):
+    fact = write(member, "AuthService", "core/has-version", "2.0.0").fact
+    Fact.objects.filter(pk=fact.pk).update(decayed_at=fact.last_reinforced_at)
+    out = StringIO()
+    call_command("export_facts", "--scope", "project", stdout=out)
+    line = next(json.loads(x) for x in out.getvalue().splitlines() if '"kind": "fact"' in x)
+    assert line["decayed_at"] is not None
