@@ -294,3 +294,11 @@ CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = env_float(
 CLAIMGRAPH_STALE_SWEEP_SECONDS = env_float(
     "CLAIMGRAPH_STALE_SWEEP_SECONDS", 60.0, minimum=1, maximum=86_400
 )
+# The maintenance crawler (SPEC §8): how often a worker enqueues its pass, and
+# the effective confidence below which it marks a fact decayed.
+CLAIMGRAPH_CRAWL_SECONDS = env_float(
+    "CLAIMGRAPH_CRAWL_SECONDS", 3_600.0, minimum=1, maximum=604_800
+)
+CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = env_float(
+    "CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD", 0.1, minimum=0, maximum=1
+)

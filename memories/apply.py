@@ -40,6 +40,7 @@ from memories.core.effects import (
     CloseConflict,
     CloseInterval,
     Effects,
+    MarkDecayed,
     NewFact,
     OpenConflict,
     PointAt,
@@ -107,6 +108,10 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
     elif kind is Reopen:
         cursor.execute(_REOPEN, [change.fact_id])
         slots.update(cursor.fetchall())
+    elif kind is MarkDecayed:
+        # An annotation: the fact's values and interval are untouched, so its
+        # truth slot has nothing to recompute.
+        cursor.execute(_MARK_DECAYED, [change.at, change.fact_id])
     elif kind is OpenConflict:
         conflict = Conflict.objects.create(
             id=change.id,
@@ -214,6 +219,8 @@ _CLOSE = (
     " invalidation_reason = %s, superseded_by_id = %s, invalidated_by_id = %s"
     f" WHERE id = %s AND t_invalid IS NULL RETURNING {_SLOT_COLUMNS}"
 )
+# A later mark replaces an earlier one: the fact was reinforced in between.
+_MARK_DECAYED = f"UPDATE {_FACTS} SET decayed_at = %s WHERE id = %s"
 _POINT_AT = f"UPDATE {_FACTS} SET superseded_by_id = %s WHERE id = %s"
 _REOPEN = (
     f"UPDATE {_FACTS} SET t_invalid = NULL, invalidated_at = NULL, invalidated_by_id = NULL,"
@@ -388,7 +395,8 @@ class SetApplier:
                 raise ValueError("the set-wise back end does not record kept members")
             self.conflicts[change.id].closed = change
         else:
-            # Reopen, PointAt: withdrawals and corrections, never batched.
+            # Reopen, PointAt, MarkDecayed: withdrawals, corrections and the
+            # crawler, never batched.
             raise TypeError(f"the set-wise back end does not apply {change!r}")
 
     def _new_fact(self, row: NewFact) -> None:

@@ -281,6 +281,9 @@ class Fact(models.Model):
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
     )
+    # Set by the maintenance crawler when the fact's effective confidence fell
+    # below its threshold (SPEC §8): an annotation, the fact stays live.
+    decayed_at = models.DateTimeField(null=True, blank=True)
 
     objects = FactQuerySet.as_manager()
 

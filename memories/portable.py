@@ -197,6 +197,7 @@ class Facts:
                 "invalidation_kind": f.invalidation_kind,
                 "invalidation_reason": f.invalidation_reason,
                 "superseded_by": str(f.superseded_by_id) if f.superseded_by_id else None,
+                "decayed_at": f.decayed_at,
             }
 
     def restore(self, kind, item, into) -> None:
@@ -229,6 +230,8 @@ class Facts:
                 invalidation_kind=item["invalidation_kind"],
                 invalidation_reason=item["invalidation_reason"],
                 superseded_by_id=item["superseded_by"],
+                # Absent from exports written before the crawler marked decay.
+                decayed_at=_time(item.get("decayed_at")),
             )
         )
 

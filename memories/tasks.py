@@ -8,7 +8,8 @@ whose identical task is still waiting in the queue is dropped, since the
 waiting one will read the same rows.
 
 The periodic work a worker's scheduler enqueues is listed in
-:data:`PERIODIC_JOBS`.
+``memories.worker.PERIODIC_JOBS`` (there, not here, because the crawler's
+task sits above ``memories.apply``, which enqueues the tasks of this module).
 """
 
 import logging
@@ -19,7 +20,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
 from django.utils import timezone
@@ -181,7 +181,7 @@ def record_worker_stopped(worker_id: str, *, now: datetime) -> None:
 
 @dataclass(frozen=True)
 class PeriodicJob:
-    """A task every worker's scheduler enqueues every ``every()`` seconds.
+    """A task every worker's scheduler enqueues every ``every()`` seconds (first: ``first_after``).
 
     ``every`` is read at each tick, so a setting changed in a test (or a
     reload) takes effect without restarting the scheduler. A job whose task is
@@ -192,18 +192,8 @@ class PeriodicJob:
     name: str
     task: Task
     every: Callable[[], float]
-
-
-PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
-    # The safety net of vocabulary changes: slots marked stale, or computed
-    # under semantics their predicate no longer has, are recomputed.
-    PeriodicJob(
-        "recompute stale truth slots",
-        sweep_stale_slots_task,
-        lambda: settings.CLAIMGRAPH_STALE_SWEEP_SECONDS,
-    ),
-    # TODO(issue 11, second half): the maintenance crawler's periodic pass.
-)
+    # Seconds after the scheduler starts before the first run (0: at once).
+    first_after: float = 0.0
 
 
 def enqueue_periodic(job: PeriodicJob) -> TaskResult | None:

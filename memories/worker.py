@@ -8,7 +8,7 @@ number of workers on any number of machines share one queue) and a
 - records this worker's heartbeat every ``CLAIMGRAPH_HEARTBEAT_SECONDS``,
   from its own thread so that a long task does not make a live worker look
   dead (the queue's age, in ``memories.health``, says when work waits);
-- enqueues the periodic jobs of ``memories.tasks.PERIODIC_JOBS`` when due.
+- enqueues the periodic jobs of :data:`PERIODIC_JOBS` when due.
 
 SIGTERM and SIGINT stop both: the scheduler at once, the worker loop after
 the task it is running (a second signal ends that task too). A clean stop
@@ -23,19 +23,40 @@ import time
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 from django_tasks_db.management.commands.db_worker import Worker
 
+from memories.crawler import crawl_task
 from memories.tasks import (
-    PERIODIC_JOBS,
     PeriodicJob,
     enqueue_periodic,
     record_heartbeat,
     record_worker_stopped,
+    sweep_stale_slots_task,
 )
 
 logger = logging.getLogger(__name__)
+
+# What a worker's scheduler enqueues, and how often.
+PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
+    # The safety net of vocabulary changes: slots marked stale, or computed
+    # under semantics their predicate no longer has, are recomputed.
+    PeriodicJob(
+        "recompute stale truth slots",
+        sweep_stale_slots_task,
+        lambda: settings.CLAIMGRAPH_STALE_SWEEP_SECONDS,
+    ),
+    # The maintenance crawler's pass (SPEC §8). Its first run waits a minute,
+    # so a fresh ``make run`` has its demo data loaded before the first report.
+    PeriodicJob(
+        "maintenance crawler",
+        crawl_task,
+        lambda: settings.CLAIMGRAPH_CRAWL_SECONDS,
+        first_after=60.0,
+    ),
+)
 
 
 class Scheduler:
@@ -62,9 +83,10 @@ class Scheduler:
         self.clock = clock
         self.started_at = timezone.now()
         self._next_beat = 0.0
-        # Every job is due at start: a fresh worker does not wait a whole
-        # period before its first sweep.
-        self._next_run = {job.name: 0.0 for job in self.jobs}
+        # A job is due at start unless it says otherwise: a fresh worker does
+        # not wait a whole period before its first sweep.
+        started = clock()
+        self._next_run = {job.name: started + job.first_after for job in self.jobs}
         self._stopping = threading.Event()
 
     def tick(self, at: float) -> None:

@@ -102,6 +102,13 @@ class Reopen(NamedTuple):
     fact_id: UUID
 
 
+class MarkDecayed(NamedTuple):
+    """Annotate a live fact as decayed at ``at``: a mark for readers, not an invalidation."""
+
+    fact_id: UUID
+    at: datetime
+
+
 class Member(NamedTuple):
     fact_id: UUID
     role: str  # incoming | existing
@@ -150,6 +157,7 @@ Change = (
     | CloseInterval
     | PointAt
     | Reopen
+    | MarkDecayed
     | OpenConflict
     | CloseConflict
     | AuditNote

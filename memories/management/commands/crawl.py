@@ -1,0 +1,31 @@
+"""``crawl``: one pass of the maintenance crawler (SPEC §8), with its report."""
+
+import sys
+
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from memories.crawler import count_slots, run_crawl
+
+
+class Command(BaseCommand):
+    help = (
+        "Walk the active facts once: mark competing values as conflicts, apply explicit "
+        "updates, mark decayed facts. Prints the counts per action."
+    )
+
+    def handle(self, *args, **options) -> None:
+        # A progress bar only for a person watching: not in a log or a pipe.
+        on_terminal = self.stdout.isatty()
+        with tqdm(
+            total=count_slots() if on_terminal else None,
+            unit="slot",
+            disable=not on_terminal,
+            file=sys.stderr,
+        ) as bar:
+            run = run_crawl(progress=bar.update)
+        self.stdout.write(f"Crawler run {run.pk} finished.")
+        for action, count in run.counts.items():
+            self.stdout.write(f"  {action}: {count}")
+        for key, value in run.report.items():
+            self.stdout.write(f"  ({key}: {value})")
