@@ -302,3 +302,8 @@ CLAIMGRAPH_CRAWL_SECONDS = env_float(
 CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = env_float(
     "CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD", 0.1, minimum=0, maximum=1
 )
+# The judge (SPEC §7): the confidence a verdict needs before ``judge --resolve``
+# acts on it (memories.core.verdicts.may_act).
+CLAIMGRAPH_JUDGE_MIN_CONFIDENCE = env_float(
+    "CLAIMGRAPH_JUDGE_MIN_CONFIDENCE", 0.9, minimum=0, maximum=1
+)

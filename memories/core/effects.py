@@ -343,12 +343,15 @@ def resolution_effects(
     keep: frozenset[UUID],
     reason: str,
     now: datetime,
-    actor_id: int,
+    actor_id: int | None,
+    rule: str = "",
 ) -> Effects:
-    """A human's ruling on an open conflict (SPEC §3): keep, coexist or dismiss.
+    """A ruling on an open conflict (SPEC §3): keep, coexist or dismiss.
 
-    ``keep`` ends every live member not kept, now; raises :class:`Rejected`
-    when one of them only becomes valid in the future.
+    A human's (``actor_id``), or an automatic one (``actor_id`` None) whose
+    audit entry names its ``rule``. ``keep`` ends every live member not kept,
+    now; raises :class:`Rejected` when one of them only becomes valid in the
+    future.
     """
     ended: list[UUID] = []
     if action == "keep":
@@ -381,7 +384,7 @@ def resolution_effects(
                 "invalidated": sorted(str(fact_id) for fact_id in ended),
             },
             reason,
-            "",
+            rule,
             actor_id,
         )
     )

@@ -1,0 +1,171 @@
+"""The judge (SPEC §7): the adjudicator's verdicts on open conflicts, as advice or acted on.
+
+:func:`run_judge` asks the configured adjudicator about each open conflict's
+claim set (its live members), through ``adjudicate_claim_set``, so a verdict
+is memoized in :class:`~memories.models.Adjudication` and an unchanged claim
+set never calls the model again. Without ``resolve`` that row is the whole
+record: the verdict is advice for a human.
+
+With ``resolve`` it acts only where ``memories.core.verdicts.may_act`` allows
+(a confident ``corroborate`` or ``supersede``, never on a commitment,
+outranked or revenant conflict), by the same ruling a steward makes
+(``memories.core.effects.resolution_effects``) applied through the one
+``memories.apply.apply``, automatically (no actor) and under the slot lock:
+``corroborate`` lets the values coexist, ``supersede`` keeps the member
+newest by valid time and ends the others. A conflict resolved meanwhile, or
+whose claim set is no longer the one judged, is skipped.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.tasks import task
+from django.utils import timezone
+
+from memories.adjudicator import (
+    AdjudicationRequest,
+    Adjudicator,
+    adjudicate_claim_set,
+    configured_adjudicator,
+)
+from memories.apply import apply
+from memories.core.effects import MemberState, resolution_effects
+from memories.core.truth import Claim, claim_set_hash
+from memories.core.verdicts import Verdict, may_act
+from memories.models import Conflict
+from memories.slots import lock_predicate_slot
+from memories.truth import load_claims, predicate_spec
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the judge made of one open conflict."""
+
+    conflict_id: str
+    kind: str
+    verdict: Verdict | None
+    # "advice only", "resolved: coexist", "resolved: keep", or why not acted on.
+    outcome: str
+
+    def line(self) -> str:
+        """One line for a person: id, kind, verdict, confidence, outcome."""
+        if self.verdict is None:
+            judged = "no verdict"
+        else:
+            judged = f"{self.verdict.kind} {self.verdict.confidence:.2f}"
+        return f"{self.conflict_id} {self.kind}: {judged} — {self.outcome}"
+
+
+def run_judge(
+    *,
+    resolve: bool = False,
+    min_confidence: float | None = None,
+    adjudicator: Adjudicator | None = None,
+    now: datetime | None = None,
+) -> list[Judgement]:
+    """Judge every open conflict, oldest first; resolve those ``may_act`` allows if ``resolve``.
+
+    ``min_confidence`` defaults to ``CLAIMGRAPH_JUDGE_MIN_CONFIDENCE``; raises
+    ``ValueError`` when it is not a number in [0, 1], before anything is asked.
+    """
+    if min_confidence is None:
+        min_confidence = settings.CLAIMGRAPH_JUDGE_MIN_CONFIDENCE
+    may_act(None, min_confidence)  # validates min_confidence
+    adjudicator = adjudicator or configured_adjudicator()
+    conflicts = list(Conflict.objects.open().select_related("predicate", "subject"))
+    return [
+        _judge_one(conflict, adjudicator, resolve, min_confidence, now) for conflict in conflicts
+    ]
+
+
+@task
+def judge_task(resolve: bool) -> list[str]:
+    """The judge as a task: its lines, one per open conflict."""
+    return [judgement.line() for judgement in run_judge(resolve=resolve)]
+
+
+def _judge_one(
+    conflict: Conflict,
+    adjudicator: Adjudicator,
+    resolve: bool,
+    min_confidence: float,
+    now: datetime | None,
+) -> Judgement:
+    def judgement(verdict: Verdict | None, outcome: str) -> Judgement:
+        return Judgement(str(conflict.pk), conflict.kind, verdict, outcome)
+
+    claims = _member_claims(conflict, now or timezone.now())
+    if len(claims) < 2:
+        return judgement(None, "fewer than two live members: nothing to judge")
+    digest = claim_set_hash(claim.fact_id for claim in claims)
+    request = AdjudicationRequest(
+        subject=conflict.subject.name,
+        predicate=predicate_spec(conflict.predicate),
+        predicate_description=conflict.predicate.description,
+        claims=tuple(claims),
+        claim_set_hash=digest,
+    )
+    # Asked outside any transaction: a slow model holds up no writer.
+    answer = adjudicate_claim_set(
+        adjudicator,
+        request,
+        scope_id=conflict.scope_id,
+        subject_id=conflict.subject_id,
+        predicate_id=conflict.predicate_id,
+        now=now or timezone.now(),
+    )
+    verdict = answer.verdict
+    if verdict is None:
+        return judgement(None, f"no verdict ({answer.problem})")
+    if not resolve:
+        return judgement(verdict, "advice only")
+    if not may_act(verdict, min_confidence, conflict_kind=conflict.kind):
+        return judgement(verdict, "not acted on (needs a human)")
+    return judgement(verdict, _resolve(conflict, verdict, digest, now))
+
+
+def _member_claims(conflict: Conflict, now: datetime) -> list[Claim]:
+    """The conflict's members that are live claims of its slot."""
+    members = {str(fact_id) for fact_id in conflict.members.values_list("fact_id", flat=True)}
+    claims = load_claims(conflict.scope_id, conflict.subject_id, conflict.predicate_id, now=now)
+    return [claim for claim in claims if claim.fact_id in members]
+
+
+def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | None) -> str:
+    """Resolve ``conflict`` on ``verdict`` if it is still open on claim set ``digest``."""
+    with transaction.atomic():
+        lock_predicate_slot(conflict.scope_id, conflict.subject_id, conflict.predicate.name)
+        now = now or timezone.now()
+        current = Conflict.objects.select_for_update().get(pk=conflict.pk)
+        if not current.is_open:
+            return "skipped: resolved meanwhile"
+        claims = _member_claims(current, now)
+        if claim_set_hash(claim.fact_id for claim in claims) != digest:
+            return "skipped: its claim set changed since it was judged"
+        members = [
+            MemberState(m.fact_id, m.fact.is_live, m.fact.t_valid)
+            for m in current.members.select_related("fact")
+        ]
+        if verdict.kind == "corroborate":
+            action, keep = "coexist", frozenset()
+        else:  # supersede: the newest by valid time stays
+            newest = max(claims, key=lambda claim: (claim.t_valid, claim.recorded_at))
+            action = "keep"
+            keep = frozenset(m.fact_id for m in members if str(m.fact_id) == newest.fact_id)
+        reason = f"judge: {verdict.kind} ({verdict.confidence:.2f}): {verdict.rationale}"
+        apply(
+            resolution_effects(
+                current.pk,
+                current.scope_id,
+                members,
+                action=action,
+                keep=keep,
+                reason=reason,
+                now=now,
+                actor_id=None,
+                rule=f"judge: {verdict.kind}",
+            )
+        )
+    return f"resolved: {action}"

@@ -1,0 +1,154 @@
+"""The judge against the real database: verdicts as advice, and the few it may act on."""
+
+from dataclasses import dataclass, field
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from memories.actions import assert_fact
+from memories.adjudicator import AdjudicationRequest, Answer
+from memories.core.verdicts import Verdict
+from memories.judge import run_judge
+from memories.models import Adjudication, AuditEntry, Conflict, ConflictMember, Fact, Predicate
+from memories.vocabulary import forget_vocabulary
+from tests.conftest import at
+
+pytestmark = pytest.mark.django_db
+
+NOW = at("2026-06-01T12:00:00")
+
+
+@dataclass
+class ScriptedAdjudicator:
+    """Answers every request with one verdict kind and confidence; counts the requests."""
+
+    kind: str
+    confidence: float
+    model: str = "test-model"
+    consults_model: bool = True
+    requests: list[AdjudicationRequest] = field(default_factory=list)
+
+    def adjudicate(self, request: AdjudicationRequest) -> Answer:
+        self.requests.append(request)
+        verdict = Verdict(
+            kind=self.kind,  # type: ignore[arg-type]
+            confidence=self.confidence,
+            rationale="scripted",
+            claim_set_hash=request.claim_set_hash,
+            model=self.model,
+        )
+        return Answer(verdict, raw_response="{}")
+
+
+def open_conflict(member, kind: str = "contradiction") -> tuple[Conflict, list[Fact]]:
+    """Mara works at two places (older, newer), held in one open conflict of ``kind``."""
+    Predicate.objects.filter(name="core/works-at").update(policy="parallel", cardinality="many")
+    forget_vocabulary()
+    facts = [
+        assert_fact(
+            actor=member,
+            data={
+                "scope": "project",
+                "subject": "Mara",
+                "predicate": "core/works-at",
+                "object": employer,
+                "source_type": "user-assertion",
+                "t_valid": f"2026-0{month}-01T00:00:00",
+            },
+            now=NOW,
+        ).fact
+        for month, employer in ((1, "Northstar Labs"), (2, "Cedar Works"))
+    ]
+    Predicate.objects.filter(name="core/works-at").update(cardinality="one")
+    forget_vocabulary()
+    conflict = Conflict.objects.create(
+        scope_id=facts[0].scope_id,
+        kind=kind,
+        subject_id=facts[0].subject_id,
+        predicate_id=facts[0].predicate_id,
+        opened_at=NOW,
+    )
+    for fact in facts:
+        ConflictMember.objects.create(conflict=conflict, fact=fact, role="existing", disputes=True)
+    return conflict, facts
+
+
+def live(facts: list[Fact]) -> list[bool]:
+    return [Fact.objects.get(pk=fact.pk).t_invalid is None for fact in facts]
+
+
+def test_a_contradiction_verdict_is_not_acted_on_even_at_full_confidence(member):
+    conflict, facts = open_conflict(member)
+    [judgement] = run_judge(resolve=True, adjudicator=ScriptedAdjudicator("single_winner", 1.0))
+    assert "not acted on" in judgement.outcome
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert live(facts) == [True, True]
+
+
+@pytest.mark.parametrize("kind", ["outranked", "commitment", "revenant"])
+def test_a_protected_conflict_is_never_resolved_even_on_a_full_supersede(member, kind):
+    conflict, facts = open_conflict(member, kind)
+    [judgement] = run_judge(resolve=True, adjudicator=ScriptedAdjudicator("supersede", 1.0))
+    assert "not acted on" in judgement.outcome
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert live(facts) == [True, True]
+
+
+def test_a_confident_corroborate_resolves_as_coexist_with_the_judges_audit_entry(member):
+    conflict, facts = open_conflict(member)
+    [judgement] = run_judge(resolve=True, adjudicator=ScriptedAdjudicator("corroborate", 0.95))
+    assert judgement.outcome == "resolved: coexist"
+    conflict.refresh_from_db()
+    assert not conflict.is_open and conflict.resolution == "coexist"
+    assert conflict.resolved_by is None
+    assert live(facts) == [True, True]
+    entry = AuditEntry.objects.get(action="resolved-conflict", target_id=str(conflict.pk))
+    assert entry.rule == "judge: corroborate" and entry.actor is None
+    assert "scripted" in entry.reason
+
+
+def test_a_confident_supersede_keeps_the_newest_by_valid_time(member):
+    conflict, facts = open_conflict(member)
+    [judgement] = run_judge(resolve=True, adjudicator=ScriptedAdjudicator("supersede", 0.95))
+    assert judgement.outcome == "resolved: keep"
+    assert live(facts) == [False, True]
+    assert not Conflict.objects.get(pk=conflict.pk).is_open
+
+
+def test_without_resolve_nothing_changes_but_the_verdict_is_recorded(member):
+    conflict, facts = open_conflict(member)
+    [judgement] = run_judge(adjudicator=ScriptedAdjudicator("corroborate", 1.0))
+    assert judgement.outcome == "advice only"
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert live(facts) == [True, True]
+    assert Adjudication.objects.get().verdict == "corroborate"
+
+
+def test_a_low_confidence_supersede_is_not_acted_on(member):
+    conflict, facts = open_conflict(member)
+    [judgement] = run_judge(
+        resolve=True, min_confidence=0.9, adjudicator=ScriptedAdjudicator("supersede", 0.5)
+    )
+    assert "not acted on" in judgement.outcome
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert live(facts) == [True, True]
+
+
+def test_a_second_run_does_not_ask_again_about_an_unchanged_claim_set(member):
+    open_conflict(member)
+    adjudicator = ScriptedAdjudicator("single_winner", 0.6)
+    run_judge(adjudicator=adjudicator)
+    run_judge(adjudicator=adjudicator)
+    assert len(adjudicator.requests) == 1
+
+
+def test_the_command_prints_a_line_per_conflict(member, settings):
+    conflict, _ = open_conflict(member)
+    adjudicator = ScriptedAdjudicator("corroborate", 1.0)
+    run_judge(adjudicator=adjudicator)  # memoized: the command reads the memo, asks no one
+    out = StringIO()
+    call_command("judge", stdout=out)
+    text = out.getvalue()
+    assert f"{conflict.pk} contradiction: corroborate 1.00 — advice only" in text
+    assert "1 open conflicts judged." in text
