@@ -9,7 +9,7 @@ from django.core.management import call_command
 from memories.actions import assert_fact
 from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import Verdict
-from memories.judge import run_judge
+from memories.judge import judge_task, run_judge
 from memories.models import Adjudication, AuditEntry, Conflict, ConflictMember, Fact, Predicate
 from memories.vocabulary import forget_vocabulary
 from tests.conftest import at
@@ -143,7 +143,7 @@ def test_a_second_run_does_not_ask_again_about_an_unchanged_claim_set(member):
     assert len(adjudicator.requests) == 1
 
 
-def test_the_command_prints_a_line_per_conflict(member, settings):
+def test_the_command_prints_a_line_per_conflict(member):
     conflict, _ = open_conflict(member)
     adjudicator = ScriptedAdjudicator("corroborate", 1.0)
     run_judge(adjudicator=adjudicator)  # memoized: the command reads the memo, asks no one
@@ -152,3 +152,23 @@ def test_the_command_prints_a_line_per_conflict(member, settings):
     text = out.getvalue()
     assert f"{conflict.pk} contradiction: corroborate 1.00 — advice only" in text
     assert "1 open conflicts judged." in text
+
+
+def test_a_conflict_resolved_while_the_adjudicator_thought_is_skipped(member):
+    conflict, _ = open_conflict(member)
+
+    class ResolvesMeanwhile(ScriptedAdjudicator):
+        def adjudicate(self, request: AdjudicationRequest) -> Answer:
+            Conflict.objects.filter(pk=conflict.pk).update(
+                resolved_at=NOW, resolution="dismissed", reason="a human was faster"
+            )
+            return super().adjudicate(request)
+
+    [judgement] = run_judge(resolve=True, adjudicator=ResolvesMeanwhile("corroborate", 1.0))
+    assert judgement.outcome == "skipped: resolved meanwhile"
+    assert Conflict.objects.get(pk=conflict.pk).resolution == "dismissed"
+    assert not AuditEntry.objects.filter(action="resolved-conflict").exists()
+
+
+def test_the_task_returns_the_judges_lines():
+    assert judge_task.call(resolve=False) == []
