@@ -8,7 +8,8 @@ record: the verdict is advice for a human.
 
 With ``resolve`` it acts only where ``memories.core.verdicts.may_act`` allows
 (a confident ``corroborate`` or ``supersede``, never on a commitment,
-outranked or revenant conflict), by the same ruling a steward makes
+outranked, revenant or reverted conflict, nor on one a steward reopened by
+reverting an automatic resolution), by the same ruling a steward makes
 (``memories.core.effects.resolution_effects``) applied through the one
 ``memories.apply.apply``, automatically (no actor) and under the slot lock:
 ``corroborate`` lets the values coexist, ``supersede`` keeps the member
