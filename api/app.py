@@ -4,8 +4,9 @@ Each concern has its module and each app its router; this module puts them
 together into one API with one OpenAPI document: the bearer token that
 authenticates every operation (``api.auth``), JSON bodies in and out
 (``api.bodies``), every refusal in the error shape (``api.errors``), and
-the routers (``api.memory``, ``api.admissions``, ``api.health``), with a
-last one that answers any other path under /api/v1/ in JSON too.
+the routers (``api.memory``, ``api.admissions``, ``api.agents``,
+``api.changes``, ``api.health``), with a last one that answers any other
+path under /api/v1/ in JSON too.
 """
 
 from django.http import HttpRequest
@@ -14,6 +15,7 @@ from ninja import NinjaAPI, Router
 
 from api import admissions as admissions_api
 from api import agents as agents_api
+from api import changes as changes_api
 from api import health as health_api
 from api import memory as memories_api
 from api.auth import BearerToken
@@ -61,6 +63,7 @@ for _exception, _handler in HANDLERS.items():
 api.add_router("", memories_api.router)
 api.add_router("", admissions_api.router)
 api.add_router("", agents_api.router)
+api.add_router("", changes_api.router)
 api.add_router("", health_api.router)
 
 

@@ -337,6 +337,49 @@ class WithdrawalOut(BaseModel):
     closed_conflicts: list[UUID]
 
 
+# --- automatic changes (api.changes) ------------------------------------------
+
+
+class ChangesQuery(Page):
+    scope: Text | None = Field(None, max_length=100)
+    rule: Text | None = Field(
+        None, max_length=100, description="Only changes whose rule starts with this text."
+    )
+
+
+class RevertIn(Body):
+    reason: Text = Field(max_length=5_000)
+
+
+class RevertedOut(BaseModel):
+    revert: int = Field(description="The id of the revert's own audit entry.")
+    by: str
+    at: datetime
+    reason: str
+
+
+class ChangeOut(BaseModel):
+    id: int
+    at: datetime
+    scope: str
+    rule: str = Field(description="The rule that decided: `write path: ...`, `crawler: ...`, ...")
+    action: str
+    target_type: str
+    target_id: str
+    triggered_by: str | None = Field(
+        description="The account whose write triggered it (a write-path change), else null."
+    )
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    rationale: str
+    reverted: RevertedOut | None
+
+
+class ChangePage(BaseModel):
+    results: list[ChangeOut]
+    next: str | None
+
+
 READ_ERRORS: dict[int, type[BaseModel]] = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut}
 WRITE_ERRORS: dict[int, type[BaseModel]] = {
     400: ErrorOut,

@@ -18,6 +18,7 @@ NAVIGATION = (
     "facts",
     "entities",
     "audit",
+    "changes",
     "health",
     "account",
     "logout",

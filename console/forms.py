@@ -254,6 +254,21 @@ class AuditFilterForm(PagedForm):
         self.order_fields(["scope", "who", "actor", "action", "target", "since", "until"])
 
 
+class ChangesFilterForm(PagedForm):
+    rule = forms.CharField(
+        required=False, max_length=100, label="Rule", help_text="Rules starting with this text"
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = scope_field(user)
+        self.order_fields(["scope", "rule"])
+
+
+class RevertForm(StorableTextForm):
+    reason = forms.CharField(max_length=MAX_REASON_LENGTH, label="Reason")
+
+
 class MergeForm(StorableTextForm):
     entity = forms.CharField(max_length=500, label="Merge entity", help_text="Its name or alias")
     into = forms.CharField(max_length=500, label="Into entity", help_text="The name to keep")

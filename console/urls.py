@@ -1,8 +1,9 @@
-"""The console's pages: queues, conflicts, facts, subjects, audit, entities, health, account."""
+"""The console's pages: queues, conflicts, facts, subjects, audit, automatic changes,
+entities, health, account."""
 
 from django.urls import path, re_path
 
-from console.views import account, audit, conflicts, entities, facts, health, queues
+from console.views import account, audit, changes, conflicts, entities, facts, health, queues
 
 urlpatterns = [
     path("", queues.dashboard, name="dashboard"),
@@ -20,6 +21,8 @@ urlpatterns = [
     path("subjects/<int:entity_id>/", facts.subject, name="subject"),
     path("audit/", audit.audit, name="audit"),
     re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", audit.audit_export, name="audit-export"),
+    path("changes/", changes.changes, name="changes"),
+    path("changes/<int:entry_id>/revert", changes.revert, name="change-revert"),
     path("entities/", entities.entities, name="entities"),
     path("entities/merge", entities.merge, name="entity-merge"),
     path("entities/merges/<int:merge_id>/undo", entities.unmerge, name="entity-unmerge"),

@@ -37,6 +37,7 @@ from memories.core.decisions import Evidence, StandingFact
 from memories.core.effects import (
     AuditNote,
     Change,
+    ClearDecay,
     CloseConflict,
     CloseInterval,
     Effects,
@@ -46,6 +47,7 @@ from memories.core.effects import (
     PointAt,
     Reinforce,
     Reopen,
+    ReopenConflict,
     moot_effects,
 )
 from memories.lookups import hot_cursor
@@ -140,6 +142,20 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
             ConflictMember.objects.bulk_update(members, ["kept"])
     elif kind is AuditNote:
         AuditEntry.objects.create(**change._asdict())
+    elif kind is ClearDecay:
+        # Like a mark, an annotation: no truth slot to recompute.
+        Fact.objects.filter(pk=change.fact_id).update(decayed_at=None, decay_reverted_at=change.at)
+    elif kind is ReopenConflict:
+        Conflict.objects.filter(pk=change.id).update(
+            resolution="", resolved_at=None, resolved_by=None, reason="", reopened_at=change.at
+        )
+        ConflictMember.objects.filter(conflict_id=change.id).update(kept=None)
+        # Its members are disputed again: the slot's current truth changes.
+        slots.update(
+            Conflict.objects.filter(pk=change.id).values_list(
+                "scope_id", "subject_id", "predicate_id"
+            )
+        )
     else:
         raise TypeError(f"not an effect: {change!r}")
 

@@ -173,6 +173,7 @@ def _slot_facts(slot: Slot, vocab: LoadedVocabulary) -> list[SlotFact]:
             "t_valid",
             "last_reinforced_at",
             "decayed_at",
+            "decay_reverted_at",
         )
     )
     open_: dict[UUID, set[UUID]] = {}
@@ -196,6 +197,7 @@ def _slot_facts(slot: Slot, vocab: LoadedVocabulary) -> list[SlotFact]:
             t_valid=t_valid,
             last_reinforced_at=last_reinforced_at,
             decayed_at=decayed_at,
+            decay_reverted_at=decay_reverted_at,
             open_conflicts=frozenset(open_.get(fact_id, ())),
             ruled_conflicts=frozenset(ruled.get(fact_id, ())),
         )
@@ -209,5 +211,6 @@ def _slot_facts(slot: Slot, vocab: LoadedVocabulary) -> list[SlotFact]:
             t_valid,
             last_reinforced_at,
             decayed_at,
+            decay_reverted_at,
         ) in rows
     ]

@@ -8,7 +8,8 @@ record: the verdict is advice for a human.
 
 With ``resolve`` it acts only where ``memories.core.verdicts.may_act`` allows
 (a confident ``corroborate`` or ``supersede``, never on a commitment,
-outranked or revenant conflict), by the same ruling a steward makes
+outranked, revenant or reverted conflict, nor on one a steward reopened by
+reverting an automatic resolution), by the same ruling a steward makes
 (``memories.core.effects.resolution_effects``) applied through the one
 ``memories.apply.apply``, automatically (no actor) and under the slot lock:
 ``corroborate`` lets the values coexist, ``supersede`` keeps the member
@@ -121,6 +122,8 @@ def _judge_one(
         return judgement(None, f"no verdict ({answer.problem})")
     if not resolve:
         return judgement(verdict, "advice only")
+    if conflict.reopened_at is not None:
+        return judgement(verdict, "not acted on (a steward reverted its automatic resolution)")
     if not may_act(verdict, min_confidence, conflict_kind=conflict.kind):
         return judgement(verdict, "not acted on (needs a human)")
     return judgement(verdict, _resolve(conflict, verdict, digest, now))
@@ -141,6 +144,8 @@ def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | 
         current = Conflict.objects.select_for_update().get(pk=conflict.pk)
         if not current.is_open:
             return "skipped: resolved meanwhile"
+        if current.reopened_at is not None:
+            return "skipped: a steward reverted its automatic resolution"
         claims = _member_claims(current, now)
         if claim_set_hash(claim.fact_id for claim in claims) != digest:
             return "skipped: its claim set changed since it was judged"

@@ -17,6 +17,7 @@ from django.db.models.functions import MD5
 
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
+from memories.core.reverts import REVERT_TARGET, REVERTED
 from memories.roles import readable_scope_ids, steward_scope_ids
 
 
@@ -284,6 +285,9 @@ class Fact(models.Model):
     # Set by the maintenance crawler when the fact's effective confidence fell
     # below its threshold (SPEC §8): an annotation, the fact stays live.
     decayed_at = models.DateTimeField(null=True, blank=True)
+    # Set when a steward reverted a decay mark: the crawler marks the fact
+    # again only once it has been reinforced since (memories.core.crawl).
+    decay_reverted_at = models.DateTimeField(null=True, blank=True)
 
     objects = FactQuerySet.as_manager()
 
@@ -381,6 +385,9 @@ class ConflictKind(models.TextChoices):
     REVENANT = "revenant"
     CONTRADICTION = "contradiction"
     CRAWLER = "crawler"
+    # Opened by a steward's revert of an automatic supersession: the two
+    # values stand side by side again and a human decides (memories.reverts).
+    REVERTED = "reverted"
 
 
 class Resolution(models.TextChoices):
@@ -483,6 +490,9 @@ class Conflict(models.Model):
     )
     resolution = models.CharField(max_length=20, choices=Resolution.choices, blank=True)
     reason = models.TextField(blank=True)
+    # Set when a steward reverted an automatic resolution of it: from then on
+    # only a human rules on it (the judge leaves it alone).
+    reopened_at = models.DateTimeField(null=True, blank=True)
 
     objects = ConflictQuerySet.as_manager()
 
@@ -590,6 +600,33 @@ class Outcome(models.Model):
         return f"{self.outcome} at {self.reported_at:%Y-%m-%d %H:%M}"
 
 
+class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
+    def automatic(self) -> "AuditEntryQuerySet":
+        """Automatic changes (SPEC §12): every entry that names the rule that decided it.
+
+        The one definition: the console's feed filter, its "Automatic changes"
+        page and ``GET /api/v1/changes`` all read it. An entry with an actor
+        can be automatic too: a write-path supersession is credited to the
+        account whose write triggered it, and still names its rule.
+        """
+        return self.exclude(rule="")
+
+    def human(self) -> "AuditEntryQuerySet":
+        """Every entry that is not an automatic change: a person's own action."""
+        return self.filter(rule="")
+
+    def visible_to(self, user) -> "AuditEntryQuerySet":
+        """Entries of the scopes ``user`` may read (see ``ScopeQuerySet.visible_to``)."""
+        ids = readable_scope_ids(user)
+        return self.all() if ids is None else self.filter(scope_id__in=ids)
+
+    def reverts_of(self, entry_ids) -> "AuditEntryQuerySet":
+        """The revert records of these entries, with the steward who made each."""
+        return self.filter(
+            action=REVERTED, target_type=REVERT_TARGET, target_id__in=[str(i) for i in entry_ids]
+        ).select_related("actor")
+
+
 class AuditEntry(models.Model):
     """One line of the curator audit feed (SPEC §12): who did what, before, after, why.
 
@@ -618,9 +655,20 @@ class AuditEntry(models.Model):
     # For automatic changes: the rule that decided and its rationale.
     rule = models.CharField(max_length=100, blank=True)
 
+    objects = AuditEntryQuerySet.as_manager()
+
     class Meta:
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["scope", "at"], name="audit_scope_at")]
+        constraints = [
+            # One revert per automatic change: a second is refused by the
+            # database even when two stewards click at once.
+            models.UniqueConstraint(
+                fields=["target_id"],
+                name="audit_one_revert_per_entry",
+                condition=Q(action=REVERTED, target_type=REVERT_TARGET),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type} {self.target_id}"

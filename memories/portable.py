@@ -198,6 +198,7 @@ class Facts:
                 "invalidation_reason": f.invalidation_reason,
                 "superseded_by": str(f.superseded_by_id) if f.superseded_by_id else None,
                 "decayed_at": f.decayed_at,
+                "decay_reverted_at": f.decay_reverted_at,
             }
 
     def restore(self, kind, item, into) -> None:
@@ -232,6 +233,8 @@ class Facts:
                 superseded_by_id=item["superseded_by"],
                 # Absent from exports written before the crawler marked decay.
                 decayed_at=_time(item.get("decayed_at")),
+                # Absent from exports written before stewards reverted automatic changes.
+                decay_reverted_at=_time(item.get("decay_reverted_at")),
             )
         )
 
@@ -268,6 +271,7 @@ class Conflicts:
                 "resolved_by": names.user(c.resolved_by_id),
                 "resolution": c.resolution,
                 "reason": c.reason,
+                "reopened_at": c.reopened_at,
                 "members": members.get(c.pk, []),
             }
 
@@ -284,6 +288,7 @@ class Conflicts:
             resolved_by_id=into.user(item["resolved_by"]),
             resolution=item["resolution"],
             reason=item["reason"],
+            reopened_at=_time(item.get("reopened_at")),
         )
         ConflictMember.objects.bulk_create(
             [

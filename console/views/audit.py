@@ -14,20 +14,20 @@ from django.views.decorators.http import require_GET
 
 from console.forms import AuditFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate
-from memories.models import AuditEntry, Scope
+from memories.models import AuditEntry
 
 
 def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
     """The entries the viewer may read that match the filters, with actor and scope loaded."""
-    rows = AuditEntry.objects.filter(scope__in=Scope.objects.visible_to(request.user))
+    rows = AuditEntry.objects.visible_to(request.user)
     if form.is_valid():
         data = form.cleaned_data
         if data["scope"]:
             rows = rows.filter(scope=data["scope"])
         if data["who"] == "human":
-            rows = rows.filter(actor__isnull=False)
+            rows = rows.human()
         elif data["who"] == "automatic":
-            rows = rows.filter(actor__isnull=True)
+            rows = rows.automatic()
         if data["actor"]:
             rows = rows.filter(actor__username=data["actor"])
         if data["action"]:

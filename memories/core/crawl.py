@@ -9,15 +9,18 @@ Three rules, none of which deletes or rewrites anything:
 
 - *decayed*: a fact whose effective confidence at ``now`` is below the
   threshold is annotated as decayed. An annotation, not an invalidation: the
-  fact stays live; it is no longer a candidate for the crawler.
+  fact stays live; it is no longer a candidate for the crawler. A mark a
+  steward reverted is not made again until the fact is reinforced
+  (:func:`decay_revert_holds`).
 - *superseded* (an update cue): on a ``one`` predicate that is not event-like,
   when the newest value's statement carries an update cue ("actually",
   "now", "changed to", ...), each older value closes at the newer one's
   ``t_valid`` and points at it, but only where the write path itself could
   have superseded it: policy ``supersede``, no commitment on either side,
   the older fact's source not outranking the newer's, the older fact valid
-  strictly before, and no human ruling (``coexist`` or ``dismissed``) between
-  the two. Recency alone never decides.
+  strictly before, and no human ruling (``coexist`` or ``dismissed``) nor
+  open conflict between the two (a question a steward has, or has answered,
+  is not settled by a cue). Recency alone never decides.
 - *opened-conflict*: competing values left on such a slot that do not already
   share an open conflict are linked by a conflict of kind ``crawler``, with no
   incoming side, so every member is disputed (SPEC §2). A second run finds
@@ -79,6 +82,15 @@ def is_marked_decayed(decayed_at: datetime | None, last_reinforced_at: datetime)
     return decayed_at is not None and decayed_at >= last_reinforced_at
 
 
+def decay_revert_holds(decay_reverted_at: datetime | None, last_reinforced_at: datetime) -> bool:
+    """Whether a steward's revert of a decay mark still keeps the crawler from marking again.
+
+    It holds until the fact is reinforced after the revert: something new
+    happened to it, and the disuse clock speaks again.
+    """
+    return decay_reverted_at is not None and decay_reverted_at >= last_reinforced_at
+
+
 class SlotFact(NamedTuple):
     """One live fact of the slot as the crawler sees it.
 
@@ -99,6 +111,7 @@ class SlotFact(NamedTuple):
     decayed_at: datetime | None
     open_conflicts: frozenset[UUID]
     ruled_conflicts: frozenset[UUID] = frozenset()
+    decay_reverted_at: datetime | None = None
 
 
 class DecaySettings(NamedTuple):
@@ -143,7 +156,9 @@ def crawl_slot(
             half_life_days=decay.half_life_days,
             floor=decay.floor,
         )
-        if reads < decay.threshold:
+        if reads < decay.threshold and not decay_revert_holds(
+            fact.decay_reverted_at, fact.last_reinforced_at
+        ):
             changes += _decayed(fact, reads, scope_id=scope_id, now=now, decay=decay)
             counts[DECAYED] += 1
         else:
@@ -156,9 +171,7 @@ def crawl_slot(
         tied = len(candidates) > 1 and candidates[-2].t_valid == newest.t_valid
         if predicate.policy == "supersede" and not tied and has_update_cue(newest.statement):
             for older in candidates[:-1]:
-                if _may_supersede(older, newest, vocabulary) and not (
-                    older.ruled_conflicts & newest.ruled_conflicts
-                ):
+                if _may_supersede(older, newest, vocabulary) and not _linked(older, newest):
                     changes += _superseded(older, newest, scope_id=scope_id, now=now)
                     superseded.append(older.id)
             counts[SUPERSEDED] = len(superseded)

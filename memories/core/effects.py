@@ -109,6 +109,13 @@ class MarkDecayed(NamedTuple):
     at: datetime
 
 
+class ClearDecay(NamedTuple):
+    """A steward reverted a decay mark at ``at``: the mark is gone and remembered as reverted."""
+
+    fact_id: UUID
+    at: datetime
+
+
 class Member(NamedTuple):
     fact_id: UUID
     role: str  # incoming | existing
@@ -136,6 +143,13 @@ class CloseConflict(NamedTuple):
     kept: frozenset[UUID] | None = None
 
 
+class ReopenConflict(NamedTuple):
+    """A resolved conflict open again at ``at`` (a steward reverted its automatic resolution)."""
+
+    id: UUID
+    at: datetime
+
+
 class AuditNote(NamedTuple):
     """One audit entry; ``actor_id`` None for an automatic change, which names its rule."""
 
@@ -158,8 +172,10 @@ Change = (
     | PointAt
     | Reopen
     | MarkDecayed
+    | ClearDecay
     | OpenConflict
     | CloseConflict
+    | ReopenConflict
     | AuditNote
 )
 

@@ -38,7 +38,9 @@ ACTIONABLE_VERDICTS = frozenset({"corroborate", "supersede"})
 # Conflicts that exist to stop a write from winning quietly: a threatened
 # commitment, a less trusted source against a more trusted one, a retired value
 # brought back. No verdict resolves them; a steward does.
-PROTECTED_CONFLICT_KINDS = frozenset({"commitment", "outranked", "revenant"})
+# "reverted": opened by a steward's revert of an automatic supersession, so
+# automatic resolution would only redo what a human undid.
+PROTECTED_CONFLICT_KINDS = frozenset({"commitment", "outranked", "revenant", "reverted"})
 
 MAX_RATIONALE_LENGTH = 4_000
 VERDICT_KEYS = frozenset({"verdict", "confidence", "rationale", "winner", "semantics"})
@@ -96,8 +98,10 @@ def may_act(
     Rules, in precedence order:
 
     1. no verdict → no;
-    2. a conflict of kind commitment, outranked or revenant → never, at any
-       confidence: those conflicts exist so that a write cannot win quietly;
+    2. a conflict of kind commitment, outranked, revenant or reverted →
+       never, at any confidence: those conflicts exist so that a write cannot
+       win quietly (or, for reverted, because a steward undid an automatic
+       supersession);
     3. a verdict other than ``corroborate`` or ``supersede`` → never: a
        contradiction (``single_winner``), a coexistence or a doubt is a
        human's to resolve;

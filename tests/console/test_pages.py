@@ -12,7 +12,7 @@ from memories.models import AuditEntry, Conflict, Fact
 
 pytestmark = pytest.mark.django_db
 
-EVERY_PAGE = ["dashboard", "conflicts", "challenges", "facts", "entities", "audit"]
+EVERY_PAGE = ["dashboard", "conflicts", "challenges", "facts", "entities", "audit", "changes"]
 
 
 # --- signing in --------------------------------------------------------------------------
@@ -381,8 +381,9 @@ def write_admitted(steward, name):
 def test_audit_feed_filters_human_and_automatic_changes(as_steward, world):
     human = as_steward.get(reverse("audit"), {"who": "human"}).context["page"]
     automatic = as_steward.get(reverse("audit"), {"who": "automatic"}).context["page"]
-    assert all(entry.actor_id for entry in human)
-    assert all(entry.actor_id is None for entry in automatic)
+    assert all(entry.actor_id and not entry.rule for entry in human)
+    # Automatic: every entry naming its rule, a write-path one credited to its writer too.
+    assert all(entry.rule for entry in automatic)
     assert len(human) + len(automatic) == AuditEntry.objects.count()
 
 

@@ -220,3 +220,38 @@ def test_a_fact_reinforced_since_its_decay_mark_is_a_candidate_again():
         fact(2, "3.0"),
     )
     assert kinds(outcome) == [OpenConflict, AuditNote]
+
+
+# --- a steward's revert holds ------------------------------------------------------
+
+
+def test_an_update_cue_does_not_settle_values_sharing_an_open_conflict():
+    pending = frozenset({uuid.UUID(int=7)})
+    outcome = crawl(
+        fact(1, "2.0", days_ago=10, open_conflicts=pending),
+        fact(2, "3.0", days_ago=2, statement="now on 3.0", open_conflicts=pending),
+    )
+    assert outcome.effects.changes == ()
+    assert outcome.counts["superseded"] == 0
+
+
+@pytest.mark.parametrize(
+    ("reverted", "reinforced", "marked"),
+    [
+        pytest.param(None, 400, True, id="no-revert-marked"),
+        pytest.param(300, 400, False, id="reverted-after-the-last-reinforcement-not-marked"),
+        pytest.param(500, 400, True, id="reinforced-since-the-revert-marked-when-faded"),
+    ],
+)
+def test_a_reverted_decay_mark_is_not_made_again_until_the_fact_is_reinforced(
+    reverted, reinforced, marked
+):
+    # ``reverted`` and ``reinforced``: days ago; 400 days unused reads far below 0.1.
+    old = fact(
+        1,
+        "2.0",
+        days_ago=500,
+        last_reinforced_at=NOW - timedelta(days=reinforced),
+        decay_reverted_at=None if reverted is None else NOW - timedelta(days=reverted),
+    )
+    assert (MarkDecayed in kinds(crawl(old))) is marked

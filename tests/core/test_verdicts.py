@@ -35,6 +35,7 @@ def verdict(kind: str, confidence: float) -> Verdict:
         pytest.param("supersede", 1.0, "commitment", False, id="never-on-a-commitment-conflict"),
         pytest.param("corroborate", 1.0, "outranked", False, id="never-on-an-outranked-conflict"),
         pytest.param("supersede", 1.0, "revenant", False, id="never-on-a-revenant-conflict"),
+        pytest.param("supersede", 1.0, "reverted", False, id="never-on-a-stewards-revert"),
         pytest.param("supersede", 1.0, "crawler", True, id="a-crawler-conflict-may-be-acted-on"),
         pytest.param("supersede", float("nan"), None, False, id="nan-is-no-confidence"),
     ],

@@ -123,6 +123,11 @@ def build_store(member, author, steward, scope_steward) -> None:
     )
     record_outcome(actor=member, fact_ids=[kept.fact.pk], now=now())
     withdraw_episode(actor=steward, scope="project", episode="run-1", reason="bad run", now=now())
+    # What a steward's revert of an automatic change leaves behind (memories.reverts).
+    Fact.objects.filter(pk=kept.fact.pk).update(decay_reverted_at=now())
+    Conflict.objects.filter(pk=Conflict.objects.order_by("opened_at")[0].pk).update(
+        reopened_at=now()
+    )
     assert fact.pk
 
 

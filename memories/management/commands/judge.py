@@ -9,7 +9,7 @@ class Command(BaseCommand):
     help = (
         "Ask the configured adjudicator about every open conflict and record its verdicts as "
         "advice. With --resolve, resolve the conflicts a confident corroborate or supersede "
-        "verdict allows (never commitment, outranked or revenant conflicts)."
+        "verdict allows (never commitment, outranked, revenant or reverted conflicts)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -1,0 +1,111 @@
+"""The "Automatic changes" page: what the system changed on its own, and a steward's revert."""
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from console.forms import ChangesFilterForm, RevertForm
+from console.views.audit import audit_changes
+from console.views.common import (
+    HtmxHttpRequest,
+    add_rejection,
+    done,
+    page_query,
+    paginate,
+    refusals,
+    steward_scopes,
+)
+from memories.errors import Rejected
+from memories.models import AuditEntry
+from memories.reverts import revert_automatic_change
+
+
+def _changes_context(
+    request: HtmxHttpRequest, failed: tuple[int, RevertForm] | None = None
+) -> dict[str, Any]:
+    form = ChangesFilterForm(request.GET or None, user=request.user)
+    rows = AuditEntry.objects.visible_to(request.user).automatic()
+    if form.is_valid():
+        if form.cleaned_data["scope"]:
+            rows = rows.filter(scope=form.cleaned_data["scope"])
+        if form.cleaned_data["rule"]:
+            rows = rows.filter(rule__startswith=form.cleaned_data["rule"])
+    rows = rows.select_related("actor", "scope").order_by("-at", "-id")
+    page = paginate(request, rows, form)
+    reverts = {int(r.target_id): r for r in AuditEntry.objects.reverts_of([e.pk for e in page])}
+    stewarded = set(steward_scopes(request.user).values_list("pk", flat=True))
+    for entry in page:
+        entry.what = what_changed(entry)
+        entry.changes = audit_changes(entry.before, entry.after)
+        entry.links = _links(entry)
+        entry.revert = reverts.get(entry.pk)
+        entry.may_revert = entry.revert is None and entry.scope_id in stewarded
+        entry.revert_form = failed[1] if failed and failed[0] == entry.pk else None
+    return {"form": form, "page": page, "query": page_query(request)}
+
+
+@require_GET
+@login_required
+def changes(request: HtmxHttpRequest) -> HttpResponse:
+    """Every automatic change in the viewer's scopes, newest first, with a revert for stewards."""
+    context = _changes_context(request)
+    template = "console/changes.html#change-list" if request.htmx else "console/changes.html"
+    return render(request, template, context)
+
+
+@require_POST
+@login_required
+@refusals
+def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
+    """A steward reverts one automatic change, with a reason."""
+    form = RevertForm(request.POST)
+    if form.is_valid():
+        try:
+            revert_automatic_change(
+                actor=request.user, entry_id=entry_id, reason=form.cleaned_data["reason"]
+            )
+        except Rejected as error:
+            add_rejection(form, error)
+        else:
+            return done(request, f"Change {entry_id} was reverted.", reverse("changes"))
+    context = _changes_context(request, failed=(entry_id, form))
+    return render(request, "console/changes.html", context, status=400)
+
+
+def what_changed(entry: AuditEntry) -> str:
+    """One sentence for a person: what the automatic change did."""
+    after = entry.after or {}
+    if entry.action == "superseded":
+        return "Closed an older value: it was superseded by a newer one."
+    if entry.action == "decayed":
+        reads = after.get("effective_confidence")
+        shown = f" (effective confidence {reads:.2f})" if isinstance(reads, float) else ""
+        return f"Marked the fact as decayed{shown}."
+    if entry.action == "opened-conflict":
+        members = after.get("members") or [after.get("incoming"), *after.get("candidates", [])]
+        return f"Opened a {after.get('kind', '')} conflict among {len(members)} facts."
+    if entry.action in ("resolved-conflict", "closed-conflict"):
+        ended = len(after.get("invalidated", []))
+        return f"Resolved the conflict as {after.get('resolution', '?')}; ended {ended} fact(s)."
+    return f"{entry.action} {entry.target_type}"
+
+
+def _links(entry: AuditEntry) -> list[tuple[str, str]]:
+    """(label, path) of what the change touched: its facts and conflicts."""
+    after = entry.after or {}
+    links = []
+    if entry.target_type == "conflict":
+        links.append(("conflict", reverse("conflict", args=[entry.target_id])))
+    older = after.get("fact")
+    if entry.target_type == "fact":
+        label = "newer fact" if older else "fact"
+        links.append((label, reverse("fact", args=[entry.target_id])))
+    if older:
+        links.append(("superseded fact", reverse("fact", args=[older])))
+    elif after.get("superseded_by"):
+        links.append(("newer fact", reverse("fact", args=[after["superseded_by"]])))
+    return links

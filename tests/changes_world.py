@@ -1,0 +1,162 @@
+"""Automatic changes to revert, made the way the system makes them, for the revert tests."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memories.actions import assert_fact
+from memories.adjudicator import AdjudicationRequest, Answer
+from memories.core.effects import SUPERSEDE_RULE
+from memories.core.verdicts import Verdict
+from memories.crawler import run_crawl
+from memories.judge import run_judge
+from memories.models import AuditEntry, Conflict, ConflictMember, Fact, Predicate
+from memories.vocabulary import forget_vocabulary
+
+STATE = (
+    "t_invalid",
+    "invalidated_at",
+    "invalidated_by_id",
+    "invalidation_kind",
+    "invalidation_reason",
+    "superseded_by_id",
+    "decayed_at",
+)
+
+
+def state(*facts: Fact) -> list[tuple]:
+    """What a revert restores of each fact: its interval, how it ended, its decay mark."""
+    rows = Fact.objects.filter(pk__in=[f.pk for f in facts]).values_list("pk", *STATE)
+    by_id = {row[0]: row[1:] for row in rows}
+    return [by_id[f.pk] for f in facts]
+
+
+def write(actor, subject, predicate, obj, *, source="code", now=None, **extra):
+    data = {
+        "scope": "project",
+        "subject": subject,
+        "predicate": predicate,
+        "object": obj,
+        "source_type": source,
+        **extra,
+    }
+    return assert_fact(actor=actor, data=data, now=now).fact
+
+
+def write_path_supersession(member):
+    """1.0 then 1.1 of AuthService's version: the write path supersedes 1.0 (credited to member)."""
+    older = write(member, "AuthService", "core/has-version", "1.0")
+    before = state(older)
+    newer = write(member, "AuthService", "core/has-version", "1.1")
+    entry = AuditEntry.objects.get(action="superseded", rule=SUPERSEDE_RULE)
+    return entry, older, newer, before
+
+
+def crawler_supersession(member):
+    """Heroku, then Fly with an update cue, on a slot made one-valued: the crawler supersedes."""
+    now = timezone.now()
+    older = write(
+        member, "shoply", "core/uses", "Heroku", t_valid=(now - timedelta(days=10)).isoformat()
+    )
+    newer = write(
+        member,
+        "shoply",
+        "core/uses",
+        "Fly",
+        t_valid=(now - timedelta(days=2)).isoformat(),
+        statement="we now deploy on Fly",
+    )
+    Predicate.objects.filter(name="core/uses").update(cardinality="one", policy="supersede")
+    forget_vocabulary()
+    before = state(older)
+    run_crawl()
+    entry = AuditEntry.objects.get(action="superseded", rule="crawler: superseded")
+    return entry, older, newer, before
+
+
+def decay_mark(member, settings):
+    """A fact unused for 90 days, below a threshold of 0.5: the crawler marks it decayed."""
+    fact = write(
+        member,
+        "AuthService",
+        "core/has-version",
+        "2.0.0",
+        confidence=0.9,
+        now=timezone.now() - timedelta(days=90),
+    )
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = 0.5
+    before = state(fact)
+    run_crawl()
+    entry = AuditEntry.objects.get(action="decayed")
+    return entry, fact, before
+
+
+def crawler_conflict(member):
+    """Two values without an update cue on a one-valued slot: the crawler opens a conflict."""
+    now = timezone.now()
+    facts = [
+        write(member, "shoply", "core/uses", name, t_valid=(now - timedelta(days=d)).isoformat())
+        for name, d in (("Heroku", 10), ("Fly", 2))
+    ]
+    Predicate.objects.filter(name="core/uses").update(cardinality="one", policy="supersede")
+    forget_vocabulary()
+    run_crawl()
+    entry = AuditEntry.objects.get(action="opened-conflict", rule="crawler: opened-conflict")
+    return entry, Conflict.objects.get(pk=entry.target_id), facts
+
+
+@dataclass
+class Scripted:
+    """An adjudicator answering every claim set with one verdict."""
+
+    kind: str
+    confidence: float
+    model: str = "test-model"
+    consults_model: bool = True
+    requests: list[AdjudicationRequest] = field(default_factory=list)
+
+    def adjudicate(self, request: AdjudicationRequest) -> Answer:
+        self.requests.append(request)
+        verdict = Verdict(
+            kind=self.kind,  # type: ignore[arg-type]
+            confidence=self.confidence,
+            rationale="scripted",
+            claim_set_hash=request.claim_set_hash,
+            model=self.model,
+        )
+        return Answer(verdict, raw_response="{}")
+
+
+def judge_resolution(member):
+    """Mara at two employers in a conflict; the judge, sure of a supersede, ends the older."""
+    Predicate.objects.filter(name="core/works-at").update(policy="parallel", cardinality="many")
+    forget_vocabulary()
+    facts = [
+        write(
+            member,
+            "Mara",
+            "core/works-at",
+            employer,
+            source="user-assertion",
+            t_valid=f"2026-0{month}-01T00:00:00",
+        )
+        for month, employer in ((1, "Northstar Labs"), (2, "Cedar Works"))
+    ]
+    Predicate.objects.filter(name="core/works-at").update(cardinality="one")
+    forget_vocabulary()
+    conflict = Conflict.objects.create(
+        scope_id=facts[0].scope_id,
+        kind="contradiction",
+        subject_id=facts[0].subject_id,
+        predicate_id=facts[0].predicate_id,
+        opened_at=timezone.now(),
+    )
+    for fact in facts:
+        ConflictMember.objects.create(conflict=conflict, fact=fact, role="existing", disputes=True)
+    before = state(*facts)
+    adjudicator = Scripted("supersede", 0.95)
+    [judgement] = run_judge(resolve=True, adjudicator=adjudicator)
+    assert judgement.outcome == "resolved: keep"
+    entry = AuditEntry.objects.get(action="resolved-conflict", rule="judge: supersede")
+    return entry, conflict, facts, before, adjudicator

@@ -1,0 +1,214 @@
+"""A steward reverts an automatic change: the prior state comes back, with a record (SPEC §12)."""
+
+import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from guardian.shortcuts import assign_perm
+
+from memories.actions import invalidate_fact
+from memories.core.decisions import Rejected
+from memories.crawler import run_crawl
+from memories.errors import Forbidden, NotFound, StateConflict
+from memories.judge import run_judge
+from memories.models import AuditEntry, Conflict, Fact
+from memories.reverts import revert_automatic_change
+from memories.roles import STEWARD_PERMISSION
+from tests.changes_world import (
+    crawler_conflict,
+    crawler_supersession,
+    decay_mark,
+    judge_resolution,
+    state,
+    write,
+    write_path_supersession,
+)
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def revert(actor, entry, reason="the automatic change was wrong"):
+    return revert_automatic_change(actor=actor, entry_id=entry.pk, reason=reason)
+
+
+def test_automatic_changes_include_write_path_supersessions_credited_to_the_writer(member):
+    entry, *_ = write_path_supersession(member)
+    assert entry.actor == member
+    assert AuditEntry.objects.automatic().filter(pk=entry.pk).exists()
+    assert not AuditEntry.objects.human().filter(pk=entry.pk).exists()
+
+
+def test_reverting_a_write_path_supersession_reopens_the_old_fact_and_opens_a_conflict(
+    member, steward
+):
+    entry, older, newer, before = write_path_supersession(member)
+    record = revert(steward, entry)
+    assert state(older) == before
+    assert Fact.objects.get(pk=newer.pk).is_live  # someone's assertion stays
+    conflict = Conflict.objects.get(kind="reverted")
+    assert conflict.is_open
+    assert sorted((m.fact_id, m.disputes) for m in conflict.members.all()) == sorted(
+        [(older.pk, True), (newer.pk, True)]
+    )
+    assert (record.action, record.target_type, record.target_id) == (
+        "reverted",
+        "auditentry",
+        str(entry.pk),
+    )
+    assert (record.actor, record.rule, record.reason) == (
+        steward,
+        "",
+        "the automatic change was wrong",
+    )
+    assert record.before["superseded_by"] == str(newer.pk)
+    assert record.after == {
+        "kind": "supersession",
+        "fact": str(older.pk),
+        "t_invalid": None,
+        "superseded_by": None,
+        "opened_conflict": str(conflict.pk),
+    }
+
+
+def test_reverting_a_crawler_supersession_restores_the_fact_and_the_crawler_leaves_it(
+    member, steward
+):
+    entry, older, _, before = crawler_supersession(member)
+    revert(steward, entry)
+    assert state(older) == before
+    conflict = Conflict.objects.get(kind="reverted")
+    # The next pass finds the two linked by the revert's conflict: nothing changes.
+    assert run_crawl().counts == {"superseded": 0, "opened-conflict": 0, "decayed": 0}
+    assert Fact.objects.get(pk=older.pk).is_live and Conflict.objects.get(pk=conflict.pk).is_open
+
+
+def test_reverting_a_decay_mark_clears_it_until_the_fact_is_reinforced(member, steward, settings):
+    entry, fact, before = decay_mark(member, settings)
+    revert(steward, entry)
+    assert state(fact) == before
+    assert Fact.objects.get(pk=fact.pk).decay_reverted_at is not None
+    assert run_crawl().counts["decayed"] == 0  # not marked again
+    # Reinforced long ago, after the revert: the mark may come back once it fades.
+    Fact.objects.filter(pk=fact.pk).update(
+        last_reinforced_at=timezone.now(), decay_reverted_at=timezone.now().replace(year=2000)
+    )
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = 1.0
+    assert run_crawl().counts["decayed"] == 1
+
+
+def test_reverting_a_judge_resolution_reopens_the_conflict_and_the_ended_fact(member, steward):
+    entry, conflict, facts, before, adjudicator = judge_resolution(member)
+    record = revert(steward, entry)
+    assert state(*facts) == before
+    conflict.refresh_from_db()
+    assert conflict.is_open and conflict.resolution == "" and conflict.reopened_at is not None
+    assert record.after["reopened"] == [str(facts[0].pk)]
+    # The judge does not act again on what a steward reopened.
+    [judgement] = run_judge(resolve=True, adjudicator=adjudicator)
+    assert "not acted on" in judgement.outcome
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+
+
+def test_reverting_a_crawler_conflict_dismisses_it_and_the_crawler_does_not_reopen_it(
+    member, steward
+):
+    entry, conflict, _ = crawler_conflict(member)
+    revert(steward, entry)
+    conflict.refresh_from_db()
+    assert (conflict.resolution, conflict.resolved_by) == ("dismissed", steward)
+    assert not Fact.objects.disputed().exists()
+    assert run_crawl().counts["opened-conflict"] == 0
+
+
+def test_a_change_is_reverted_once(member, steward):
+    entry, *_ = write_path_supersession(member)
+    revert(steward, entry)
+    written = AuditEntry.objects.count()
+    with pytest.raises(StateConflict, match="already reverted"):
+        revert(steward, entry)
+    assert AuditEntry.objects.count() == written
+
+
+def test_the_database_holds_one_revert_per_change(member, steward):
+    entry, *_ = write_path_supersession(member)
+    revert(steward, entry)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AuditEntry.objects.create(
+            at=timezone.now(),
+            scope_id=entry.scope_id,
+            action="reverted",
+            target_type="auditentry",
+            target_id=str(entry.pk),
+            actor=steward,
+        )
+
+
+def test_a_member_may_not_revert_and_nothing_is_written(member):
+    entry, older, _, _ = write_path_supersession(member)
+    closed = state(older)
+    written = AuditEntry.objects.count()
+    with pytest.raises(Forbidden):
+        revert(member, entry)
+    assert state(older) == closed and AuditEntry.objects.count() == written
+
+
+def test_an_outsider_does_not_find_the_change(member, outsider):
+    entry, *_ = write_path_supersession(member)
+    with pytest.raises(NotFound):
+        revert(outsider, entry)
+
+
+def test_a_steward_of_another_scope_does_not_find_it(member, scope, other_scope):
+    elsewhere = make_user("elsa")
+    assign_perm(STEWARD_PERMISSION, elsewhere, other_scope)
+    entry, *_ = write_path_supersession(member)
+    with pytest.raises(NotFound):
+        revert(elsewhere, entry)
+
+
+def test_a_scope_steward_may_revert(member, scope_steward):
+    entry, older, _, before = write_path_supersession(member)
+    revert(scope_steward, entry)
+    assert state(older) == before
+
+
+@pytest.mark.parametrize("reason", ["", "   ", None])
+def test_a_revert_needs_a_reason(member, steward, reason):
+    entry, older, _, _ = write_path_supersession(member)
+    closed = state(older)
+    with pytest.raises(Rejected, match="reason"):
+        revert(steward, entry, reason)
+    assert state(older) == closed
+
+
+def test_a_human_action_is_not_an_automatic_change(member, steward):
+    fact = write_path_supersession(member)[2]
+    invalidate_fact(actor=member, fact_id=fact.pk, reason="wrong")
+    entry = AuditEntry.objects.get(action="invalidated")
+    with pytest.raises(NotFound):
+        revert(steward, entry)
+
+
+def test_a_supersession_whose_fact_moved_on_is_not_reverted(member, steward):
+    entry, *_ = write_path_supersession(member)
+    write(member, "AuthService", "core/has-version", "1.0")  # the old value asserted again
+    written = AuditEntry.objects.count()
+    with pytest.raises(StateConflict, match="cannot stand twice"):
+        revert(steward, entry)
+    assert AuditEntry.objects.count() == written
+
+
+def test_a_resolution_whose_fact_was_reopened_elsewhere_is_not_reverted(member, steward):
+    entry, conflict, facts, _, _ = judge_resolution(member)
+    Conflict.objects.filter(pk=conflict.pk).update(resolved_by=steward)  # a human ruled since
+    with pytest.raises(StateConflict, match="ruled on or reopened"):
+        revert(steward, entry)
+    assert not Fact.objects.get(pk=facts[0].pk).is_live
+
+
+def test_a_write_path_conflict_is_ruled_on_not_reverted(member, steward):
+    write(steward, "AuthService", "core/has-version", "2.0.0", confidence=0.95)
+    write(member, "AuthService", "core/has-version", "3.0.0", source="agent-note")
+    entry = AuditEntry.objects.automatic().get(action="opened-conflict")
+    with pytest.raises(StateConflict, match="conflict's page"):
+        revert(steward, entry)
