@@ -8,7 +8,7 @@ from django.urls import reverse
 from memories.actions import assert_fact
 from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import SemanticsProposal, Verdict
-from memories.models import Adjudication, Fact, Predicate, PredicateProposal, TruthSlot
+from memories.models import Adjudication, AuditEntry, Fact, Predicate, PredicateProposal, TruthSlot
 from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
 from memories.truth import adjudicate_slot, recompute_slot
 from memories.vocabulary import forget_vocabulary
@@ -92,7 +92,8 @@ def test_one_value_is_current_and_decided_by_detection(member):
         ("2.0.0", "current", [str(fact.pk)])
     ]
     assert slot.rationale == "one value, held by 1 claim"
-    assert (slot.stale, slot.conflict, slot.proposals) == (False, None, {})
+    assert (slot.stale, slot.conflict) == (False, None)
+    assert not AuditEntry.objects.filter(rule__startswith="truth:").exists()
 
 
 def test_a_disputed_value_is_not_current_and_its_conflict_is_linked(member):
@@ -178,11 +179,9 @@ def test_a_slot_goes_stale_after_a_cardinality_change_and_is_recomputed(
         ("FastAPI", "current"),
         ("Flask", "superseded"),
     ]
-    assert slot.proposals["supersessions"] == [
-        {"fact_id": str(older.pk), "superseded_by": str(newer.pk), "at": newer.t_valid.isoformat()}
-    ]
-    # A proposal only: truth maintenance itself closes no interval.
-    assert Fact.objects.get(pk=older.pk).is_live
+    # Acted on: the older value's interval closed where the newer began.
+    closed = Fact.objects.get(pk=older.pk)
+    assert (closed.t_invalid, closed.superseded_by_id) == (newer.t_valid, newer.pk)
 
 
 def test_an_edit_that_leaves_the_semantics_alone_marks_nothing_stale(
@@ -241,10 +240,12 @@ def test_a_verdict_on_an_unchanged_claim_set_is_committed_and_never_asked_again(
     slot = result.slot
     assert slot.decided_by == "adjudicator"
     assert slot.rationale.startswith("adjudicator verdict single_winner at 0.90: scripted")
+    # A single winner is a contradiction: never acted on, left for a human.
     assert [(v["object"], v["status"]) for v in slot.values] == [
-        ("Flask", "current"),
-        ("FastAPI", "superseded"),
+        ("FastAPI", "unresolved"),
+        ("Flask", "unresolved"),
     ]
+    assert slot.conflict is not None
     assert not result.wants_adjudication
     memo = Adjudication.objects.get()
     assert (memo.claim_set_hash, memo.verdict, memo.winner_id) == (
