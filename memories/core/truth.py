@@ -52,7 +52,8 @@ What is acted on (:func:`settle`), in precedence order:
    where ``memories.core.verdicts.may_act`` allows (high confidence); a
    ``single_winner`` (a contradiction) never is. A verdict not acted on
    leaves the competing values unresolved, with a conflict for a human.
-   ``coexist`` and ``needs_review`` change nothing but the slot's view.
+   ``coexist`` keeps every value and writes nothing; ``needs_review``
+   leaves them for a human (rule 6).
 9. **Human rulings** (``memories.core.rulings``, the crawler's rule). No
    claim is superseded by a claim a steward ruled on together with it. When
    a steward ruled on every pair of the competing claims, they stand as the
