@@ -39,6 +39,7 @@ from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.lookups import readable_fact
 from memories.models import Bucket, Fact, InvalidationKind, Scope
 from memories.roles import is_steward_of
+from memories.tasks import recompute_on_commit
 
 
 @dataclass
@@ -193,7 +194,7 @@ def correct_fact(
         )
         result = assert_fact(actor=actor, data=data, now=now)
         replacement = result.fact
-        apply(Effects((PointAt(fact.pk, replacement.pk),), now=now))
+        recompute_on_commit(apply(Effects((PointAt(fact.pk, replacement.pk),), now=now)).touched)
 
         refutations: list[Record] = []
         admission = None

@@ -66,6 +66,7 @@ from memories.models import (
 )
 from memories.roles import is_steward_of
 from memories.slots import LOCK_SQL, lock_predicate_slot
+from memories.tasks import recompute_on_commit
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 # --- assert -----------------------------------------------------------------------
@@ -195,6 +196,7 @@ def _assert_in_scope(
     conflict_id = uuid4() if decision.status == "flagged" else None
     effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
     applied = apply(effects)
+    recompute_on_commit(applied.touched)
     if decision.status == "reinforced":
         assert decision.reinforcement is not None
         fact_id = decision.reinforcement.fact_id
@@ -415,7 +417,7 @@ def invalidate_fact(
             raise StateConflict("the fact is already invalid")
         if at <= fact.t_valid:
             raise Rejected("t_invalid", "must be after the fact's t_valid")
-        apply(
+        applied = apply(
             invalidation_effects(
                 fact.pk,
                 fact.scope_id,
@@ -427,6 +429,7 @@ def invalidate_fact(
                 actor_id=actor.pk,
             )
         )
+        recompute_on_commit(applied.touched)
     return InvalidateResult(fact=Fact.objects.for_display().get(pk=fact.pk), at=at)
 
 
@@ -499,7 +502,7 @@ def resolve_conflict(
             now=now,
             actor_id=actor.pk,
         )
-        apply(effects)
+        recompute_on_commit(apply(effects).touched)
         conflict.refresh_from_db()
     return conflict
 

@@ -19,8 +19,11 @@ with the batch's slots, because its writes reach the database only at the
 end of the batch: a read in between would see none of them. Both close a
 moot conflict with the same :func:`~memories.core.effects.moot_effects`.
 
-Both also name every truth slot their effects touch, so it is recomputed
-once the transaction commits (:func:`touch_slots`).
+Both also name every truth slot their effects touch (``Applied.touched``,
+``SetApplier.touched``), and leave it to the caller to have those recomputed
+once the transaction commits (``memories.tasks.recompute_on_commit``): the
+recompute itself acts through this module, so it must not be enqueued from
+here.
 """
 
 import json
@@ -30,7 +33,6 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
 from psycopg.types.json import Jsonb
 
 from memories.core.decisions import Evidence, StandingFact
@@ -52,7 +54,6 @@ from memories.core.effects import (
 )
 from memories.lookups import hot_cursor
 from memories.models import AuditEntry, Conflict, ConflictMember, Fact
-from memories.tasks import enqueue_slot_recompute, enqueue_slots_recompute
 from memories.vocabulary import LoadedVocabulary
 
 Slot = tuple[int, int, int]  # scope, subject, predicate ids
@@ -62,10 +63,15 @@ Slot = tuple[int, int, int]  # scope, subject, predicate ids
 
 @dataclass
 class Applied:
-    """What :func:`apply` wrote that its caller may show: conflicts opened, closed as moot."""
+    """What :func:`apply` wrote that its caller may show: conflicts opened, closed as moot.
+
+    ``touched``: the truth slots its changes touched, for the caller to have
+    recomputed on commit.
+    """
 
     opened: list[Conflict] = field(default_factory=list)
     closed_moot: list[UUID] = field(default_factory=list)
+    touched: set[Slot] = field(default_factory=set)
 
 
 def apply(effects: Effects) -> Applied:
@@ -74,13 +80,11 @@ def apply(effects: Effects) -> Applied:
     The caller holds the locks its decision was taken under (the slot's).
     """
     applied = Applied()
-    slots: set[Slot] = set()
     with hot_cursor() as cursor:
         for change in effects.changes:
-            _apply_one(cursor, change, applied, slots)
+            _apply_one(cursor, change, applied, applied.touched)
     if effects.check_moot:
-        _close_moot(effects.check_moot, effects.now, applied, slots)
-    touch_slots(slots)
+        _close_moot(effects.check_moot, effects.now, applied, applied.touched)
     return applied
 
 
@@ -179,34 +183,6 @@ def _close_moot(
                 _apply_one(cursor, change, applied, slots)
             if closing:
                 applied.closed_moot.append(conflict.pk)
-
-
-def touch_slots(slots: Iterable[Slot]) -> None:
-    """Have the truth slots recomputed once the current transaction commits.
-
-    Registered with the transaction's commit hooks, so a rollback drops it
-    with the writes that asked for it. A single slot is one
-    ``recompute_slot_task`` (``enqueue_slot_recompute`` skips one already
-    waiting, so two applies in one transaction cost one task); several (an
-    import's batch) are one task for all of them, so a large import costs one
-    task per batch, not one per slot.
-    """
-    wanted = set(slots)
-    if wanted:
-        transaction.on_commit(_PendingSlots(wanted))
-
-
-class _PendingSlots:
-    """The commit hook that enqueues the recomputation of one transaction's slots."""
-
-    def __init__(self, slots: set[Slot]) -> None:
-        self.slots = slots
-
-    def __call__(self) -> None:
-        if len(self.slots) == 1:
-            enqueue_slot_recompute(*next(iter(self.slots)))
-        else:
-            enqueue_slots_recompute(sorted(self.slots))
 
 
 def _fact_values(fact: NewFact) -> list[Any]:
@@ -469,7 +445,7 @@ class SetApplier:
         return fact.t_invalid is None
 
     def flush(self) -> None:
-        """Write the batch's end state, and name its slots for recomputation on commit.
+        """Write the batch's end state (its slots are in ``touched`` for the caller).
 
         Standing facts first (one UPDATE): a supersession closes the old fact
         before the new one with the same value may be live, and the unique
@@ -486,7 +462,6 @@ class SetApplier:
             [c for c in self.conflicts.values() if not c.new and c.closed is not None],
         )
         _insert_audit(self.audit)
-        touch_slots(self.touched)
 
 
 # Every statement below runs on ``lookups.hot_cursor`` (Django's connection,

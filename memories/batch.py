@@ -24,6 +24,7 @@ from memories.core.decisions import Assertion, Evidence, StandingFact
 from memories.core.effects import NewFact, reinforce_effects, write_effects
 from memories.lookups import hot_cursor
 from memories.models import Conflict, ConflictMember, Fact
+from memories.tasks import recompute_on_commit
 from memories.vocabulary import LoadedVocabulary
 
 
@@ -132,6 +133,7 @@ def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
     decider = BatchDecider(actor=actor, vocab=vocab, applier=applier)
     outcomes = [(line.number, decider.decide(line)) for line in lines]
     applier.flush()
+    recompute_on_commit(applier.touched)
     return outcomes, decider.rejected_late
 
 

@@ -17,18 +17,18 @@ the conflict it opened), so a second pass changes nothing.
 """
 
 from collections.abc import Callable, Iterator
-from uuid import UUID, uuid4
+from uuid import uuid4
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.tasks import task
 from django.utils import timezone
 
 from memories.apply import apply
 from memories.core.crawl import ACTIONS, DecaySettings, SlotFact, SlotOutcome, crawl_slot
-from memories.models import Bucket, ConflictMember, CrawlerRun, Fact, Resolution
+from memories.models import Bucket, ConflictMember, CrawlerRun, Fact
 from memories.slots import lock_slot
+from memories.tasks import recompute_on_commit
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
 
 Slot = tuple[int, int, int]  # scope, subject, predicate ids
@@ -130,7 +130,7 @@ def _crawl_one(slot: Slot, vocab: LoadedVocabulary, decay: DecaySettings) -> Slo
         outcome = _decide(slot, vocab, decay)
         if not outcome.effects.changes:
             return None
-        apply(outcome.effects)
+        recompute_on_commit(apply(outcome.effects).touched)
     return outcome
 
 
@@ -176,14 +176,8 @@ def _slot_facts(slot: Slot, vocab: LoadedVocabulary) -> list[SlotFact]:
             "decay_reverted_at",
         )
     )
-    open_: dict[UUID, set[UUID]] = {}
-    ruled: dict[UUID, set[UUID]] = {}
-    for fact_id, conflict_id, resolved_at in ConflictMember.objects.filter(
-        Q(conflict__resolved_at__isnull=True)
-        | Q(conflict__resolution__in=[Resolution.COEXIST, Resolution.DISMISSED]),
-        fact_id__in=[row[0] for row in rows],
-    ).values_list("fact_id", "conflict_id", "conflict__resolved_at"):
-        (open_ if resolved_at is None else ruled).setdefault(fact_id, set()).add(conflict_id)
+    ties = ConflictMember.objects.ties(row[0] for row in rows)
+    none: tuple[frozenset, frozenset] = (frozenset(), frozenset())
     predicate = vocab.predicate_names[predicate_id]
     return [
         SlotFact(
@@ -198,8 +192,8 @@ def _slot_facts(slot: Slot, vocab: LoadedVocabulary) -> list[SlotFact]:
             last_reinforced_at=last_reinforced_at,
             decayed_at=decayed_at,
             decay_reverted_at=decay_reverted_at,
-            open_conflicts=frozenset(open_.get(fact_id, ())),
-            ruled_conflicts=frozenset(ruled.get(fact_id, ())),
+            open_conflicts=ties.get(fact_id, none)[0],
+            ruled_conflicts=ties.get(fact_id, none)[1],
         )
         for (
             fact_id,

@@ -48,6 +48,7 @@ from memories.models import (
 )
 from memories.roles import is_steward_of
 from memories.slots import lock_slots
+from memories.tasks import recompute_on_commit
 from memories.vocabulary import load_vocabulary
 
 
@@ -298,5 +299,6 @@ def _apply(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> 
             actor_id=actor.pk,
         )
     )
+    recompute_on_commit(applied.touched)
     closed = applied.closed_moot
     plan.closed_conflicts = sorted(closed, key=str)

@@ -37,6 +37,7 @@ from memories.core.truth import Claim, claim_set_hash
 from memories.core.verdicts import Verdict, may_act
 from memories.models import Conflict
 from memories.slots import lock_predicate_slot
+from memories.tasks import recompute_on_commit
 from memories.truth import load_claims, predicate_spec
 
 
@@ -160,7 +161,7 @@ def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | 
             action = "keep"
             keep = frozenset(m.fact_id for m in members if str(m.fact_id) == newest.fact_id)
         reason = f"judge: {verdict.kind} ({verdict.confidence:.2f}): {verdict.rationale}"
-        apply(
+        applied = apply(
             resolution_effects(
                 current.pk,
                 current.scope_id,
@@ -173,4 +174,5 @@ def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | 
                 rule=f"judge: {verdict.kind}",
             )
         )
+        recompute_on_commit(applied.touched)
     return f"resolved: {action}"

@@ -28,6 +28,7 @@ from memories.core.text import required_reason
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import Entity, EntityMerge, Scope
 from memories.roles import is_steward_of
+from memories.tasks import recompute_on_commit
 
 
 def visible_entity(actor: User, entity_id: int | str) -> Entity:
@@ -87,7 +88,7 @@ def merge_entities(
             at=now,
             reason=reason,
         )
-        apply(
+        applied = apply(
             merge_effects(
                 merge.pk,
                 entity.scope_id,
@@ -100,6 +101,7 @@ def merge_entities(
                 actor_id=actor.pk,
             )
         )
+        recompute_on_commit(applied.touched)
     return merge
 
 
@@ -142,7 +144,7 @@ def undo_merge(
             at=now,
             reason=reason,
         )
-        apply(
+        applied = apply(
             merge_effects(
                 undo.pk,
                 merge.scope_id,
@@ -155,6 +157,7 @@ def undo_merge(
                 actor_id=actor.pk,
             )
         )
+        recompute_on_commit(applied.touched)
     return undo
 
 

@@ -18,6 +18,7 @@ from django.db.models.functions import MD5
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
 from memories.core.reverts import REVERT_TARGET, REVERTED
+from memories.core.rulings import RULINGS
 from memories.roles import readable_scope_ids, steward_scope_ids
 
 
@@ -529,6 +530,25 @@ class MemberRole(models.TextChoices):
 
 
 class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
+    def ties(self, fact_ids) -> "dict[uuid.UUID, tuple[frozenset, frozenset]]":
+        """Each fact's (open conflicts, conflicts a steward ruled on), by conflict id.
+
+        What ``memories.core.rulings`` weighs: a fact with neither is absent.
+        One query.
+        """
+        open_: dict[uuid.UUID, set] = {}
+        ruled: dict[uuid.UUID, set] = {}
+        rows = self.filter(
+            Q(conflict__resolved_at__isnull=True) | Q(conflict__resolution__in=sorted(RULINGS)),
+            fact_id__in=list(fact_ids),
+        ).values_list("fact_id", "conflict_id", "conflict__resolved_at")
+        for fact_id, conflict_id, resolved_at in rows:
+            (open_ if resolved_at is None else ruled).setdefault(fact_id, set()).add(conflict_id)
+        return {
+            fact_id: (frozenset(open_.get(fact_id, ())), frozenset(ruled.get(fact_id, ())))
+            for fact_id in open_.keys() | ruled.keys()
+        }
+
     def in_order(self) -> "ConflictMemberQuerySet":
         """Oldest recorded first, then by id: the order every page lists candidates in.
 
@@ -783,9 +803,9 @@ class TruthSlot(models.Model):
     entry of ``values`` holds one value: ``object``, ``object_kind``,
     ``object_key``, ``fact_ids``, ``confidence`` (base), ``effective_confidence``,
     ``status`` (``current``, ``superseded``, ``unresolved`` or ``disputed``),
-    ``t_valid`` and ``support`` (the claims' evidence merged). ``proposals``
-    holds what the decision calls for that is not applied here (supersessions,
-    a conflict to open).
+    ``t_valid`` and ``support`` (the claims' evidence merged). What the
+    decision called for (supersessions, a conflict) was applied when it was
+    computed, and is in the audit log with a rule ``truth: ...``.
     """
 
     scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="truth_slots")
@@ -797,7 +817,6 @@ class TruthSlot(models.Model):
     )
     rationale = models.TextField()
     decided_by = models.CharField(max_length=20, choices=DecidedBy.choices)
-    proposals = models.JSONField(default=dict, blank=True)
     computed_at = models.DateTimeField()
     stale = models.BooleanField(default=False)
     stale_reason = models.TextField(blank=True)

@@ -31,6 +31,7 @@ from memories.errors import Forbidden, NotFound, StateConflict
 from memories.models import AuditEntry, Bucket, Conflict, Fact
 from memories.roles import is_steward_of
 from memories.slots import lock_predicate_slot
+from memories.tasks import recompute_on_commit
 from memories.vocabulary import load_vocabulary
 
 
@@ -92,7 +93,7 @@ def revert_automatic_change(
                 now=now,
             )
             try:
-                apply(effects)
+                recompute_on_commit(apply(effects).touched)
             except IntegrityError:
                 # The one-revert constraint, should a revert slip past the row lock.
                 raise StateConflict("this change was already reverted") from None

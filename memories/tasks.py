@@ -15,7 +15,7 @@ task sits above ``memories.apply``, which enqueues the tasks of this module).
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -116,6 +116,25 @@ def _summary(result: truth.Recomputation) -> dict[str, Any]:
         "claim_set_hash": result.outcome.claim_set_hash,
         "adjudication_enqueued": result.wants_adjudication,
     }
+
+
+def recompute_on_commit(slots: Iterable[tuple[int, int, int]]) -> None:
+    """Have these truth slots recomputed once the current transaction commits.
+
+    Every caller of ``memories.apply`` passes what it touched
+    (``Applied.touched``, ``SetApplier.touched``); truth maintenance, which
+    recomputes the slot it acts on, does not. A rollback drops the request
+    with the writes that made it. A single slot is one
+    ``recompute_slot_task`` (``enqueue_once`` skips one already waiting, so
+    two applies in one transaction cost one task); several (an import's
+    batch) are one task for all of them, so a large import costs one task per
+    batch, not one per slot.
+    """
+    wanted = sorted(set(slots))
+    if len(wanted) == 1:
+        enqueue_slot_recompute(*wanted[0])
+    elif wanted:
+        enqueue_slots_recompute(wanted)
 
 
 def enqueue_slot_recompute(scope_id: int, subject_id: int, predicate_id: int) -> None:

@@ -17,16 +17,25 @@ beside the slot. An entity object merged into another (an active
 :class:`~memories.models.EntityMerge`) counts as the entity it was merged into,
 so two spellings of one thing corroborate instead of competing.
 
-This module never closes an interval, opens or resolves a conflict: what the
-decision calls for is stored on the slot as ``proposals`` (see the TODO in
-``_write_slot``). Nor does it enqueue work: the tasks above it do
-(``memories.tasks``), following ``Recomputation.wants_adjudication``.
+What the decision calls for, it acts on, in the recompute's transaction and
+under the slot's lock: ``memories.core.truth.settle`` holds back what
+automatic maintenance may not do (a verdict ``may_act`` refuses, anything
+while a model is still to be asked, a question a steward has ruled on, a
+conflict its claims already share), ``truth_effects`` turns the rest
+(supersessions, a conflict to open) into effects, and ``memories.apply``
+writes them with their audit entries (no actor, the rule ``truth: ...``).
+The slot's row then records the settled outcome. It does not enqueue work:
+the tasks above it do (``memories.tasks``), following
+``Recomputation.wants_adjudication``; nor does it ask for its own slot to be
+recomputed after what it applied, since that is the slot it has just written.
 """
 
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
+from uuid import uuid4
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -37,6 +46,7 @@ from memories.adjudicator import (
     configured_adjudicator,
     memoized_verdict,
 )
+from memories.apply import apply
 from memories.core.decisions import Evidence, PredicateSpec, Vocabulary
 from memories.core.truth import (
     Claim,
@@ -45,10 +55,13 @@ from memories.core.truth import (
     claim_set_hash,
     decide_slot,
     semantics_version,
+    settle,
+    truth_effects,
 )
 from memories.models import (
     Bucket,
     Conflict,
+    ConflictMember,
     Entity,
     EntityMerge,
     Fact,
@@ -87,8 +100,9 @@ def recompute_slot(
     now: datetime | None = None,
     adjudicator: Adjudicator | None = None,
     failed_adjudication: tuple[str, str] | None = None,
+    min_confidence: float | None = None,
 ) -> Recomputation:
-    """Recompute and store one slot's answer from its live claims, under the slot's lock.
+    """Recompute one slot's answer from its live claims, act on it and store it, under its lock.
 
     The predicate is read from the database, not from a process's cached
     vocabulary, so a recompute that follows a vocabulary change uses the new
@@ -98,8 +112,14 @@ def recompute_slot(
     ``failed_adjudication`` — a (claim set hash, problem) pair — says that was
     just tried on this very set, in which case the rationale says why no
     verdict was used.
+
+    What the answer calls for is applied (module doc); a verdict is acted on
+    only at ``min_confidence`` or above (``CLAIMGRAPH_JUDGE_MIN_CONFIDENCE``
+    by default, the judge's bar).
     """
     adjudicator = adjudicator or configured_adjudicator()
+    if min_confidence is None:
+        min_confidence = settings.CLAIMGRAPH_JUDGE_MIN_CONFIDENCE
     with transaction.atomic():
         predicate = Predicate.objects.get(pk=predicate_id)
         spec = predicate_spec(predicate)
@@ -114,10 +134,22 @@ def recompute_slot(
         if tried and outcome.competing:
             note = f" (the adjudicator gave no verdict: {failed_adjudication[1]})"
             outcome = _with_rationale(outcome, outcome.rationale + note)
+        # A claim set with a verdict is never asked about again, even when that
+        # verdict cannot decide it (its winner has since become disputed).
+        wants = outcome.competing and adjudicator.consults_model and memo is None and not tried
+        outcome = settle(outcome, claims, min_confidence=min_confidence, awaiting_verdict=wants)
+        apply(
+            truth_effects(
+                outcome,
+                policy=spec.policy,
+                scope_id=scope_id,
+                subject_id=subject_id,
+                predicate_id=predicate_id,
+                conflict_id=uuid4(),
+                now=now,
+            )
+        )
         slot = _write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
-    # A claim set with a verdict is never asked about again, even when that
-    # verdict cannot decide it (its winner has since become disputed).
-    wants = outcome.competing and adjudicator.consults_model and memo is None and not tried
     return Recomputation(slot, outcome, wants_adjudication=wants)
 
 
@@ -177,7 +209,7 @@ def adjudicate_slot(
 
 
 def load_claims(scope_id: int, subject_id: int, predicate_id: int, *, now: datetime) -> list[Claim]:
-    """The slot's live ``system`` claims, with their effective confidence at ``now``."""
+    """The slot's live ``system`` claims: effective confidence at ``now``, conflicts."""
     facts = list(
         Fact.objects.filter(
             scope_id=scope_id,
@@ -196,6 +228,8 @@ def load_claims(scope_id: int, subject_id: int, predicate_id: int, *, now: datet
         .filter(entity_id__in=objects)
         .values_list("entity_id", "into_id")
     )
+    ties = ConflictMember.objects.ties(fact.pk for fact in facts)
+    none: tuple[frozenset, frozenset] = (frozenset(), frozenset())
     return [
         Claim(
             fact_id=str(fact.pk),
@@ -218,6 +252,8 @@ def load_claims(scope_id: int, subject_id: int, predicate_id: int, *, now: datet
             ),
             statement=fact.statement,
             disputed=fact.disputed,
+            open_conflicts=ties.get(fact.pk, none)[0],
+            ruled_conflicts=ties.get(fact.pk, none)[1],
         )
         for fact in facts
     ]
@@ -269,12 +305,6 @@ def _write_slot(
     *,
     now: datetime,
 ) -> TruthSlot:
-    # TODO(issue 10): hand outcome.supersessions and outcome.conflict to the one
-    # apply (memories.apply) here, in this transaction and under this lock, so
-    # truth maintenance closes intervals and opens conflicts exactly as the
-    # write path does (acting on an adjudicator's verdict only where
-    # memories.core.verdicts.may_act allows). Until then they are proposals,
-    # stored on the slot and applied by nobody.
     slot, _ = TruthSlot.objects.update_or_create(
         scope_id=scope_id,
         subject_id=subject_id,
@@ -284,7 +314,6 @@ def _write_slot(
             "conflict": _open_conflict([claim.fact_id for claim in claims]),
             "rationale": outcome.rationale,
             "decided_by": outcome.decided_by,
-            "proposals": _proposals_json(outcome),
             "computed_at": now,
             "stale": False,
             "stale_reason": "",
@@ -329,24 +358,3 @@ def _value_json(value: SlotValue) -> dict[str, Any]:
         "t_valid": value.t_valid.isoformat(),
         "support": [item.as_dict() for item in value.support],
     }
-
-
-def _proposals_json(outcome: TruthOutcome) -> dict[str, Any]:
-    proposals: dict[str, Any] = {}
-    if outcome.supersessions:
-        proposals["supersessions"] = [
-            {"fact_id": s.fact_id, "superseded_by": s.by, "at": s.at.isoformat()}
-            for s in outcome.supersessions
-        ]
-    if outcome.conflict is not None:
-        proposals["conflict"] = {
-            "kind": outcome.conflict.kind,
-            "fact_ids": list(outcome.conflict.fact_ids),
-        }
-    if outcome.verdict is not None:
-        proposals["verdict"] = {
-            "kind": outcome.verdict.kind,
-            "confidence": outcome.verdict.confidence,
-            "model": outcome.verdict.model,
-        }
-    return proposals

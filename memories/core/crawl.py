@@ -18,15 +18,16 @@ Three rules, none of which deletes or rewrites anything:
   ``t_valid`` and points at it, but only where the write path itself could
   have superseded it: policy ``supersede``, no commitment on either side,
   the older fact's source not outranking the newer's, the older fact valid
-  strictly before, and no human ruling (``coexist`` or ``dismissed``) nor
-  open conflict between the two (a question a steward has, or has answered,
-  is not settled by a cue). Recency alone never decides.
+  strictly before, and no human ruling (``memories.core.rulings``) nor open
+  conflict between the two (a question a steward has, or has answered, is not
+  settled by a cue). Recency alone never decides.
 - *opened-conflict*: competing values left on such a slot that do not already
   share an open conflict are linked by a conflict of kind ``crawler``, with no
   incoming side, so every member is disputed (SPEC §2). A second run finds
   them sharing it and adds nothing. Values a human already ruled on together
-  (``coexist``, ``dismissed``) count as linked: the crawler never reopens a
-  question a steward has answered.
+  (``coexist``, ``dismissed``, ``kept``) count as linked: the crawler never
+  reopens a question a steward has answered (``memories.core.rulings``, the
+  rule truth maintenance follows too).
 
 Invalidated, superseded and already decayed facts are skipped: the shell
 passes live facts only, and this function drops the decayed ones. A mark
@@ -54,6 +55,7 @@ from memories.core.effects import (
     Member,
     OpenConflict,
 )
+from memories.core.rulings import linked
 
 DECAYED = "decayed"
 OPENED_CONFLICT = "opened-conflict"
@@ -95,8 +97,8 @@ class SlotFact(NamedTuple):
     """One live fact of the slot as the crawler sees it.
 
     ``open_conflicts``: the ids of the open conflicts it is a member of;
-    ``ruled_conflicts``: of the conflicts a human resolved as ``coexist`` or
-    ``dismissed``.
+    ``ruled_conflicts``: of the conflicts a steward ruled on
+    (``memories.core.rulings.RULINGS``).
     """
 
     id: UUID
@@ -197,7 +199,7 @@ def _values_compete(predicate: str, vocabulary: Vocabulary) -> bool:
 
 def _linked(a: SlotFact, b: SlotFact) -> bool:
     """Whether two facts share an open conflict, or one a human ruled on."""
-    return bool((a.open_conflicts & b.open_conflicts) or (a.ruled_conflicts & b.ruled_conflicts))
+    return linked(a.open_conflicts, a.ruled_conflicts, b.open_conflicts, b.ruled_conflicts)
 
 
 def _may_supersede(older: SlotFact, newer: SlotFact, vocabulary: Vocabulary) -> bool:

@@ -23,10 +23,11 @@ in the order they are recognised:
    reverted, so the crawler does not mark the fact again until it is
    reinforced (``memories.core.crawl.decay_revert_holds``). Refused when the
    mark is not the one this change made (reinforced or marked again since).
-4. *conflict opened by the crawler*: closed as ``dismissed`` by the steward
-   with the revert's reason, which the crawler reads as a ruling and never
-   reopens. Refused when it is no longer open. A conflict the *write path*
-   opened is refused: its incoming fact exists because someone wrote it,
+4. *conflict opened by background work* (the crawler, truth maintenance):
+   closed as ``dismissed`` by the steward with the revert's reason, which
+   both read as a ruling (``memories.core.rulings``) and never reopen.
+   Refused when it is no longer open. A conflict the *write path* opened is
+   refused: its incoming fact exists because someone wrote it,
    and the question it asks is a steward's to rule on from its page.
 5. *automatic resolution* (the judge's, truth maintenance's, a moot
    closing): the conflict reopens (remembered as reopened, so only a human
@@ -61,6 +62,7 @@ from memories.core.effects import (
     OpenConflict,
     Reopen,
     ReopenConflict,
+    write_path_rule,
 )
 
 REVERTED = "reverted"
@@ -152,7 +154,7 @@ def revert_kind(entry: Entry) -> Target:
         if entry.action == "decayed":
             return Target(DECAY, (UUID(entry.target_id),))
         if entry.action == "opened-conflict":
-            if not entry.rule.startswith("crawler:"):
+            if entry.rule.startswith(write_path_rule("")):
                 raise NotRevertible(
                     "a conflict the write path opened holds someone's write in question:"
                     " rule on it from the conflict's page"

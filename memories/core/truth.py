@@ -4,8 +4,11 @@ Pure: no Django, no database, no clock. The shell (``memories.truth``) passes
 the live claims of one slot as :class:`Claim` values, the predicate's
 semantics, an adjudicator's verdict if it has one, and ``now``; ``decide_slot``
 returns a :class:`TruthOutcome`. What the outcome says must *change* in the
-store (a supersession, a conflict to open) is returned as a proposal and
-applied elsewhere: this module decides, it never acts.
+store (a supersession, a conflict to open) is a proposal; :func:`settle`
+holds back what automatic maintenance may not do (rules 7-9 below) and
+:func:`truth_effects` turns the rest into
+:class:`~memories.core.effects.Effects` for ``memories.apply``. This module
+decides; it never writes.
 
 Rules, in precedence order:
 
@@ -40,6 +43,24 @@ Rules, in precedence order:
    superseded and all competing values are left unresolved, with the reason.
 6. **Unresolved values** come with a proposed conflict between their claims.
 
+What is acted on (:func:`settle`), in precedence order:
+
+7. **Waiting for a verdict.** While a model is to be asked about this claim
+   set, nothing is acted on: the policy is the fallback, not the first word.
+   The competing values are shown unresolved, and no conflict is opened.
+8. **Verdicts.** A ``corroborate`` or ``supersede`` verdict is acted on only
+   where ``memories.core.verdicts.may_act`` allows (high confidence); a
+   ``single_winner`` (a contradiction) never is. A verdict not acted on
+   leaves the competing values unresolved, with a conflict for a human.
+   ``coexist`` keeps every value and writes nothing; ``needs_review``
+   leaves them for a human (rule 6).
+9. **Human rulings** (``memories.core.rulings``, the crawler's rule). No
+   claim is superseded by a claim a steward ruled on together with it. When
+   a steward ruled on every pair of the competing claims, they stand as the
+   steward left them: all current, no conflict. A conflict is opened only if
+   some pair of its claims does not already share an open conflict or a
+   ruling, so recomputing twice opens nothing the second time.
+
 The rationale always names the path that decided: detection, the
 adjudicator's verdict, or the predicate's policy.
 
@@ -51,11 +72,23 @@ the order they were first recorded, so nothing but the decision favours one.
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
+from uuid import UUID
 
 from memories.core.decisions import Evidence, PredicateSpec, merge_evidence
-from memories.core.verdicts import Verdict
+from memories.core.effects import (
+    EXISTING,
+    SUPERSEDED,
+    AuditNote,
+    Change,
+    CloseInterval,
+    Effects,
+    Member,
+    OpenConflict,
+)
+from memories.core.rulings import all_pairs, ruled_together
+from memories.core.verdicts import Verdict, may_act
 
 DecidedBy = Literal["detection", "adjudicator", "policy"]
 ValueStatus = Literal["current", "superseded", "unresolved", "disputed"]
@@ -83,6 +116,10 @@ class Claim:
     statement: str = ""
     # A disputed member of an open conflict (SPEC §2): not believed meanwhile.
     disputed: bool = False
+    # Ids of the open conflicts it is in, and of those a steward ruled on
+    # (memories.core.rulings): what may link it to the slot's other claims.
+    open_conflicts: frozenset = frozenset()
+    ruled_conflicts: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -443,6 +480,181 @@ def _ordered(values: Iterable[SlotValue]) -> list[SlotValue]:
         key=lambda v: (STATUS_ORDER[v.status], v.first_recorded_at, v.object_kind, v.object_key),
     )
     return current + rest
+
+
+# Verdicts that change what the slot believes: followed only where may_act allows.
+ACTING_VERDICTS = frozenset({"corroborate", "supersede", "single_winner"})
+
+
+def truth_rule(decided_by: str, what: str) -> str:
+    """The audit rule of a truth-maintenance change: the path and the verdict or policy."""
+    return f"truth: {decided_by}: {what}"
+
+
+def settle(
+    outcome: TruthOutcome,
+    claims: Sequence[Claim],
+    *,
+    min_confidence: float,
+    awaiting_verdict: bool,
+) -> TruthOutcome:
+    """The outcome as truth maintenance may act on it (rules 7-9 in the module doc).
+
+    Returns ``outcome`` itself when all of it may be acted on; otherwise an
+    outcome whose values, proposals and rationale say what is held back and
+    why. ``min_confidence`` is the bar of ``may_act``.
+    """
+    by_id = {claim.fact_id: claim for claim in claims}
+    verdict = outcome.verdict
+    if awaiting_verdict and (outcome.supersessions or outcome.conflict):
+        return _held(outcome, claims, "nothing acted on until the adjudicator answers", open_=False)
+    acting = verdict is not None and verdict.kind in ACTING_VERDICTS
+    if acting and not may_act(verdict, min_confidence):
+        assert verdict is not None
+        if verdict.kind == "single_winner":
+            why = "a single winner is a contradiction, for a human to resolve"
+        else:
+            why = f"its confidence is below {min_confidence:g}"
+        return _linked_conflict(_held(outcome, claims, f"not acted on: {why}"), by_id)
+    if outcome.supersessions:
+        winners = {
+            s.by: next(v.fact_ids for v in outcome.values if s.by in v.fact_ids)
+            for s in outcome.supersessions
+        }
+        ruled = any(
+            ruled_together(by_id[s.fact_id].ruled_conflicts, by_id[w].ruled_conflicts)
+            for s in outcome.supersessions
+            for w in winners[s.by]
+        )
+        if ruled:
+            why = "not superseded: a steward ruled on these claims together"
+            return _linked_conflict(_held(outcome, claims, why), by_id)
+    return _linked_conflict(outcome, by_id)
+
+
+def _held(
+    outcome: TruthOutcome, claims: Sequence[Claim], why: str, *, open_: bool = True
+) -> TruthOutcome:
+    """Every undisputed value unresolved, nothing superseded; a conflict for them if ``open_``."""
+    values = group_values(claims)
+    candidates = [value for value in values if value.status != "disputed"]
+    fact_ids = tuple(i for value in _ordered(candidates) for i in value.fact_ids)
+    kind = "contradiction"
+    if any(claim.epistemic == "commitment" for claim in claims if claim.fact_id in fact_ids):
+        kind = "commitment"
+    return replace(
+        outcome,
+        values=tuple(
+            _ordered(
+                [
+                    value if value.status == "disputed" else _with_status(value, "unresolved")
+                    for value in values
+                ]
+            )
+        ),
+        rationale=f"{outcome.rationale}; {why}",
+        supersessions=(),
+        conflict=ProposedConflict(kind, fact_ids) if open_ else None,
+    )
+
+
+def _linked_conflict(outcome: TruthOutcome, by_id: Mapping[str, Claim]) -> TruthOutcome:
+    """Drop a proposed conflict whose claims are already linked (rule 9)."""
+    proposed = outcome.conflict
+    if proposed is None:
+        return outcome
+    ties = [(by_id[i].open_conflicts, by_id[i].ruled_conflicts) for i in proposed.fact_ids]
+    if all_pairs(ties, ruled_only=True):
+        return replace(
+            outcome,
+            values=tuple(
+                _ordered(
+                    _with_status(value, "current") if value.status == "unresolved" else value
+                    for value in outcome.values
+                )
+            ),
+            rationale=f"{outcome.rationale}; a steward already ruled these values stand together",
+            conflict=None,
+        )
+    if all_pairs(ties):
+        return replace(
+            outcome,
+            rationale=f"{outcome.rationale}; they already share an open conflict",
+            conflict=None,
+        )
+    return outcome
+
+
+def truth_effects(
+    outcome: TruthOutcome,
+    *,
+    policy: str,
+    scope_id: int,
+    subject_id: int,
+    predicate_id: int,
+    conflict_id: UUID,
+    now: datetime,
+) -> Effects:
+    """The settled outcome's changes: supersessions and a conflict, each with its audit entry.
+
+    Automatic (no actor), each audit entry naming its rule
+    (:func:`truth_rule`) and the outcome's rationale as its reason. A
+    superseded fact's interval closes where the decision said, pointing at
+    the value that replaced it; its conflicts are weighed for mootness. A
+    conflict has no incoming side, so each member is disputed (SPEC §2).
+    """
+    if outcome.verdict is not None and outcome.decided_by == "adjudicator":
+        rule = truth_rule("adjudicator", outcome.verdict.kind)
+    else:
+        rule = truth_rule(outcome.decided_by, policy)
+    reason = outcome.rationale
+    changes: list[Change] = []
+    for s in outcome.supersessions:
+        changes.append(
+            CloseInterval(UUID(s.fact_id), s.at, now, SUPERSEDED, reason, UUID(s.by), None)
+        )
+        changes.append(
+            AuditNote(
+                now,
+                scope_id,
+                SUPERSEDED,
+                "fact",
+                s.fact_id,
+                {"t_invalid": None, "superseded_by": None},
+                {"t_invalid": s.at.astimezone(UTC).isoformat(), "superseded_by": s.by},
+                reason,
+                rule,
+                None,
+            )
+        )
+    if outcome.conflict is not None:
+        members = tuple(Member(UUID(i), EXISTING, True) for i in outcome.conflict.fact_ids)
+        changes.append(
+            OpenConflict(
+                conflict_id,
+                outcome.conflict.kind,
+                scope_id,
+                subject_id,
+                predicate_id,
+                now,
+                members,
+            )
+        )
+        changes.append(
+            AuditNote(
+                now,
+                scope_id,
+                "opened-conflict",
+                "conflict",
+                str(conflict_id),
+                None,
+                {"kind": outcome.conflict.kind, "members": list(outcome.conflict.fact_ids)},
+                reason,
+                rule,
+                None,
+            )
+        )
+    return Effects(tuple(changes), tuple(UUID(s.fact_id) for s in outcome.supersessions), now)
 
 
 def _count(items: Sequence[object], noun: str) -> str:

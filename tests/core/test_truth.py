@@ -1,11 +1,19 @@
 """Truth slots' pure decision: tables of claims in, outcomes out. No database."""
 
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import pytest
 
 from memories.core.decisions import Evidence, PredicateSpec
-from memories.core.truth import Claim, claim_set_hash, decide_slot, semantics_version
+from memories.core.truth import (
+    Claim,
+    claim_set_hash,
+    decide_slot,
+    semantics_version,
+    settle,
+    truth_effects,
+)
 from memories.core.verdicts import Verdict
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -31,6 +39,8 @@ def claim(
     recorded: int | None = None,
     evidence: tuple[tuple[str, str], ...] = (),
     disputed: bool = False,
+    open_conflicts: frozenset = frozenset(),
+    ruled_conflicts: frozenset = frozenset(),
 ) -> Claim:
     """A claim whose value began ``began`` days before NOW (recorded then, unless told)."""
     return Claim(
@@ -47,6 +57,8 @@ def claim(
         recorded_at=NOW - (began if recorded is None else recorded) * DAY,
         evidence=tuple(Evidence(ref, quote) for ref, quote in evidence),
         disputed=disputed,
+        open_conflicts=open_conflicts,
+        ruled_conflicts=ruled_conflicts,
     )
 
 
@@ -349,3 +361,96 @@ def test_semantics_version_changes_with_every_rule_the_decision_uses(changed):
 def test_semantics_version_ignores_the_default_class():
     relabelled = PredicateSpec("core/has-version", "one", "preference", "supersede")
     assert semantics_version(relabelled) == semantics_version(HAS_VERSION)
+
+
+# --- what truth maintenance acts on ------------------------------------------------------
+
+A = "00000000-0000-0000-0000-00000000000a"
+B = "00000000-0000-0000-0000-00000000000b"
+C1 = "c1"
+
+
+def pair(**extra):
+    return [claim(A, "2.0.0", began=20, **extra), claim(B, "3.0.0", began=5, **extra)]
+
+
+def settled(claims, predicate, *, verdict=None, awaiting=False):
+    outcome = decide_slot(claims, predicate, verdict=verdict, now=NOW)
+    return settle(outcome, claims, min_confidence=0.9, awaiting_verdict=awaiting)
+
+
+def test_settle_acts_on_a_policy_supersession_as_decided():
+    claims = pair()
+    outcome = decide_slot(claims, HAS_VERSION, now=NOW)
+    assert settle(outcome, claims, min_confidence=0.9, awaiting_verdict=False) is outcome
+
+
+def test_settle_acts_on_nothing_while_a_verdict_is_awaited():
+    outcome = settled(pair(), HAS_VERSION, awaiting=True)
+    assert (outcome.supersessions, outcome.conflict) == ((), None)
+    assert {value.status for value in outcome.values} == {"unresolved"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "winner", "confidence"),
+    [
+        pytest.param("single_winner", A, 1.0, id="a-contradiction-never"),
+        pytest.param("supersede", None, 0.89, id="supersede-below-the-bar"),
+        pytest.param("corroborate", None, 0.5, id="corroborate-below-the-bar"),
+    ],
+)
+def test_settle_leaves_what_may_act_refuses_for_a_human(kind, winner, confidence):
+    claims = pair()
+    verdict = verdict_for(claims, kind, winner=winner, confidence=confidence)
+    outcome = settled(claims, OWNED_BY, verdict=verdict)
+    assert outcome.supersessions == ()
+    assert outcome.conflict is not None and set(outcome.conflict.fact_ids) == {A, B}
+    assert {value.status for value in outcome.values} == {"unresolved"}
+    assert "not acted on" in outcome.rationale
+
+
+def test_settle_never_overrides_a_ruling_and_opens_no_conflict_for_ruled_values():
+    ruled = pair(ruled_conflicts=frozenset({C1}))
+    for predicate in (HAS_VERSION, OWNED_BY):
+        outcome = settled(ruled, predicate)
+        assert (outcome.supersessions, outcome.conflict) == ((), None)
+        assert {value.status for value in outcome.values} == {"current"}
+        assert "a steward already ruled" in outcome.rationale
+
+
+def test_settle_opens_no_second_conflict_between_claims_that_share_one():
+    outcome = settled(pair(open_conflicts=frozenset({C1})), OWNED_BY)
+    assert outcome.conflict is None
+    assert {value.status for value in outcome.values} == {"unresolved"}
+
+
+def test_truth_effects_name_the_rule_and_give_the_rationale_as_reason():
+    claims = pair()
+    supersede = decide_slot(claims, HAS_VERSION, now=NOW)
+    ids = {"scope_id": 1, "subject_id": 2, "predicate_id": 3, "now": NOW}
+    conflict_id = UUID(int=9)
+    effects = truth_effects(supersede, policy="supersede", conflict_id=conflict_id, **ids)
+    close, note = effects.changes
+    assert (close.fact_id, close.superseded_by, close.at, close.kind) == (
+        UUID(A),
+        UUID(B),
+        claims[1].t_valid,
+        "superseded",
+    )
+    assert (note.rule, note.reason, note.actor_id) == (
+        "truth: policy: supersede",
+        supersede.rationale,
+        None,
+    )
+    assert effects.check_moot == (UUID(A),)
+
+    review = decide_slot(claims, OWNED_BY, now=NOW)
+    opened, note = truth_effects(review, policy="review", conflict_id=conflict_id, **ids).changes
+    assert opened.id == conflict_id
+    assert {(m.role, m.disputes) for m in opened.members} == {("existing", True)}
+    assert note.rule == "truth: policy: review"
+
+    verdict = verdict_for(claims, "needs_review")
+    advised = decide_slot(claims, OWNED_BY, verdict=verdict, now=NOW)
+    (_, note) = truth_effects(advised, policy="review", conflict_id=conflict_id, **ids).changes
+    assert note.rule == "truth: adjudicator: needs_review"

@@ -233,3 +233,18 @@ def test_an_export_carries_the_decay_mark(member, tmp_path):
     call_command("export_facts", "--scope", "project", stdout=out)
     line = next(json.loads(x) for x in out.getvalue().splitlines() if '"kind": "fact"' in x)
     assert line["decayed_at"] is not None
+
+
+def test_values_a_steward_kept_together_are_never_reopened(member, steward):
+    old, new = two_values(member)
+    run_crawl()
+    conflict = Conflict.objects.get()
+    resolve_conflict(
+        actor=steward,
+        conflict_id=conflict.pk,
+        action="keep",
+        keep=[old.pk, new.pk],
+        reason="both hold",
+    )
+    assert run_crawl().counts["opened-conflict"] == 0
+    assert Conflict.objects.open().count() == 0

@@ -5,11 +5,20 @@ from dataclasses import dataclass, field
 import pytest
 from django.urls import reverse
 
-from memories.actions import assert_fact
+from memories.actions import assert_fact, resolve_conflict
 from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import SemanticsProposal, Verdict
-from memories.models import Adjudication, Fact, Predicate, PredicateProposal, TruthSlot
+from memories.models import (
+    Adjudication,
+    AuditEntry,
+    Conflict,
+    Fact,
+    Predicate,
+    PredicateProposal,
+    TruthSlot,
+)
 from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
+from memories.reverts import revert_automatic_change
 from memories.truth import adjudicate_slot, recompute_slot
 from memories.vocabulary import forget_vocabulary
 from tests.conftest import at, make_user
@@ -92,7 +101,8 @@ def test_one_value_is_current_and_decided_by_detection(member):
         ("2.0.0", "current", [str(fact.pk)])
     ]
     assert slot.rationale == "one value, held by 1 claim"
-    assert (slot.stale, slot.conflict, slot.proposals) == (False, None, {})
+    assert (slot.stale, slot.conflict) == (False, None)
+    assert not AuditEntry.objects.filter(rule__startswith="truth:").exists()
 
 
 def test_a_disputed_value_is_not_current_and_its_conflict_is_linked(member):
@@ -178,11 +188,9 @@ def test_a_slot_goes_stale_after_a_cardinality_change_and_is_recomputed(
         ("FastAPI", "current"),
         ("Flask", "superseded"),
     ]
-    assert slot.proposals["supersessions"] == [
-        {"fact_id": str(older.pk), "superseded_by": str(newer.pk), "at": newer.t_valid.isoformat()}
-    ]
-    # A proposal only: truth maintenance itself closes no interval.
-    assert Fact.objects.get(pk=older.pk).is_live
+    # Acted on: the older value's interval closed where the newer began.
+    closed = Fact.objects.get(pk=older.pk)
+    assert (closed.t_invalid, closed.superseded_by_id) == (newer.t_valid, newer.pk)
 
 
 def test_an_edit_that_leaves_the_semantics_alone_marks_nothing_stale(
@@ -241,10 +249,12 @@ def test_a_verdict_on_an_unchanged_claim_set_is_committed_and_never_asked_again(
     slot = result.slot
     assert slot.decided_by == "adjudicator"
     assert slot.rationale.startswith("adjudicator verdict single_winner at 0.90: scripted")
+    # A single winner is a contradiction: never acted on, left for a human.
     assert [(v["object"], v["status"]) for v in slot.values] == [
-        ("Flask", "current"),
-        ("FastAPI", "superseded"),
+        ("FastAPI", "unresolved"),
+        ("Flask", "unresolved"),
     ]
+    assert slot.conflict is not None
     assert not result.wants_adjudication
     memo = Adjudication.objects.get()
     assert (memo.claim_set_hash, memo.verdict, memo.winner_id) == (
@@ -334,3 +344,166 @@ def test_values_that_stopped_competing_are_re_detected_without_asking(two_tools)
     )
     assert fake.requests == []
     assert result.slot.decided_by == "detection"
+
+
+# --- acting through the one apply -------------------------------------------------------
+
+
+def truth_audit():
+    """(action, target, rule, actor) of every audit entry truth maintenance wrote."""
+    return list(
+        AuditEntry.objects.filter(rule__startswith="truth:")
+        .order_by("id")
+        .values_list("action", "target_id", "rule", "actor_id")
+    )
+
+
+def adjudicated(fact, fake):
+    """Recompute the slot with ``fake`` configured, then have it adjudicated."""
+    evaluated = recompute(fact, adjudicator=fake).slot.claim_set_hash
+    return adjudicate_slot(
+        fact.scope_id, fact.subject_id, fact.predicate_id, evaluated, now=NOW, adjudicator=fake
+    )
+
+
+def test_a_supersede_policy_slot_supersedes_the_older_value_with_an_audit_entry(two_tools):
+    older, newer = two_tools
+    make_one_valued("core/uses", "supersede")
+    slot = recompute(older).slot
+    closed = Fact.objects.get(pk=older.pk)
+    assert (closed.t_invalid, closed.superseded_by_id, closed.invalidation_kind) == (
+        newer.t_valid,
+        newer.pk,
+        "superseded",
+    )
+    assert Fact.objects.get(pk=newer.pk).is_live
+    assert truth_audit() == [("superseded", str(older.pk), "truth: policy: supersede", None)]
+    entry = AuditEntry.objects.get(rule="truth: policy: supersede")
+    assert entry.reason == slot.rationale
+    assert slot.rationale.startswith("predicate policy supersede: the newest value")
+    # Recomputed again, the slot holds one value and nothing more is done.
+    assert recompute(newer).slot.decided_by == "detection"
+    assert len(truth_audit()) == 1
+
+
+def test_a_reverted_truth_supersession_is_not_redone_by_the_next_recompute(two_tools, steward):
+    older, newer = two_tools
+    make_one_valued("core/uses", "supersede")
+    recompute(older)
+    entry = AuditEntry.objects.get(rule="truth: policy: supersede")
+    revert_automatic_change(actor=steward, entry_id=entry.pk, reason="both tools are in use")
+    assert Fact.objects.get(pk=older.pk).is_live and Fact.objects.get(pk=newer.pk).is_live
+    # The revert's conflict holds both sides for a steward; maintenance leaves them be.
+    recompute(older)
+    assert Fact.objects.get(pk=older.pk).is_live
+    assert len(truth_audit()) == 1
+    assert Conflict.objects.open().get().kind == "reverted"
+
+
+def test_a_reverted_truth_conflict_is_read_as_a_dismissal_and_not_reopened(two_tools, steward):
+    older, _ = two_tools
+    make_one_valued("core/uses", "review")
+    recompute(older)
+    entry = AuditEntry.objects.get(rule="truth: policy: review")
+    revert_automatic_change(actor=steward, entry_id=entry.pk, reason="not a real disagreement")
+    assert not Conflict.objects.open().exists()
+    recompute(older)
+    assert not Conflict.objects.open().exists()
+    assert len(truth_audit()) == 1
+
+
+def test_a_review_policy_slot_opens_one_conflict_however_often_it_is_recomputed(two_tools):
+    older, newer = two_tools
+    make_one_valued("core/uses", "review")
+    slot = recompute(older).slot
+    conflict = Conflict.objects.get()
+    assert slot.conflict == conflict
+    assert (conflict.kind, conflict.is_open) == ("contradiction", True)
+    # No incoming side: every member is disputed (SPEC §2).
+    assert set(conflict.members.values_list("fact_id", "disputes")) == {
+        (older.pk, True),
+        (newer.pk, True),
+    }
+    assert truth_audit() == [("opened-conflict", str(conflict.pk), "truth: policy: review", None)]
+
+    again = recompute(older).slot
+    assert Conflict.objects.count() == 1
+    assert len(truth_audit()) == 1
+    assert again.conflict == conflict
+    assert Fact.objects.get(pk=older.pk).is_live and Fact.objects.get(pk=newer.pk).is_live
+
+
+def test_corroboration_merges_the_values_and_closes_nothing(two_tools):
+    older, newer = two_tools
+    make_one_valued("core/uses")
+    slot = adjudicated(older, FakeAdjudicator(verdict("corroborate", confidence=0.95))).slot
+    assert [(v["status"], sorted(v["fact_ids"])) for v in slot.values] == [
+        ("current", sorted([str(older.pk), str(newer.pk)]))
+    ]
+    assert Fact.objects.get(pk=older.pk).is_live and Fact.objects.get(pk=newer.pk).is_live
+    assert not Conflict.objects.exists()
+    assert truth_audit() == []
+
+
+def test_a_confident_supersede_verdict_is_acted_on(two_tools):
+    older, newer = two_tools
+    make_one_valued("core/uses")
+    adjudicated(older, FakeAdjudicator(verdict("supersede", confidence=0.95)))
+    assert Fact.objects.get(pk=older.pk).superseded_by_id == newer.pk
+    assert truth_audit() == [("superseded", str(older.pk), "truth: adjudicator: supersede", None)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "confidence", "why"),
+    [
+        pytest.param("single_winner", 1.0, "a contradiction", id="contradiction-at-1.0"),
+        pytest.param("supersede", 0.5, "below 0.9", id="supersede-below-the-bar"),
+    ],
+)
+def test_a_verdict_may_act_refuses_is_not_acted_on_and_left_for_a_human(
+    two_tools, kind, confidence, why
+):
+    older, newer = two_tools
+    make_one_valued("core/uses")
+    winner = str(older.pk) if kind == "single_winner" else None
+    fake = FakeAdjudicator(verdict(kind, winner=winner, confidence=confidence))
+    slot = adjudicated(older, fake).slot
+    assert Fact.objects.get(pk=older.pk).is_live and Fact.objects.get(pk=newer.pk).is_live
+    assert {v["status"] for v in slot.values} == {"unresolved"}
+    assert "not acted on: " in slot.rationale and why in slot.rationale
+    conflict = Conflict.objects.get()
+    assert slot.conflict == conflict
+    assert truth_audit() == [
+        ("opened-conflict", str(conflict.pk), f"truth: adjudicator: {kind}", None)
+    ]
+
+
+def test_nothing_is_acted_on_while_a_model_is_still_to_be_asked(two_tools):
+    older = two_tools[0]
+    make_one_valued("core/uses", "supersede")
+    result = recompute(older, adjudicator=FakeAdjudicator(verdict("coexist")))
+    assert result.wants_adjudication
+    assert Fact.objects.get(pk=older.pk).is_live
+    assert not Conflict.objects.exists()
+    assert {v["status"] for v in result.slot.values} == {"unresolved"}
+    assert result.slot.rationale.endswith("nothing acted on until the adjudicator answers")
+
+
+@pytest.mark.parametrize("resolution", ["coexist", "dismiss"])
+def test_a_stewards_ruling_is_never_overridden(two_tools, steward, resolution):
+    older, newer = two_tools
+    make_one_valued("core/uses", "review")
+    conflict = recompute(older).slot.conflict
+    resolve_conflict(
+        actor=steward, conflict_id=conflict.pk, action=resolution, reason="both stand", now=NOW
+    )
+    # Then the policy would supersede, and a confident verdict agrees: neither acts.
+    make_one_valued("core/uses", "supersede")
+    slot = recompute(older).slot
+    assert {v["status"] for v in slot.values} == {"current"}
+    assert "a steward already ruled" in slot.rationale
+    slot = adjudicated(older, FakeAdjudicator(verdict("supersede", confidence=0.99))).slot
+    assert {v["status"] for v in slot.values} == {"current"}
+    assert Fact.objects.get(pk=older.pk).is_live and Fact.objects.get(pk=newer.pk).is_live
+    assert Conflict.objects.count() == 1
+    assert [rule for _, _, rule, _ in truth_audit()] == ["truth: policy: review"]
