@@ -2,7 +2,17 @@
 
 from django.urls import path, re_path
 
-from console.views import account, audit, conflicts, entities, facts, health, queues
+from console.views import (
+    account,
+    audit,
+    claims,
+    conflicts,
+    entities,
+    facts,
+    health,
+    queues,
+    withdrawals,
+)
 
 urlpatterns = [
     path("", queues.dashboard, name="dashboard"),
@@ -18,6 +28,16 @@ urlpatterns = [
     path("facts/<uuid:fact_id>/challenge", facts.challenge, name="fact-challenge"),
     path("facts/<uuid:fact_id>/correct", facts.correct, name="fact-correct"),
     path("subjects/<int:entity_id>/", facts.subject, name="subject"),
+    re_path(
+        r"^(?P<kind>conflict|fact)s/(?P<item_id>[0-9a-f-]{36})/claim$", claims.claim, name="claim"
+    ),
+    re_path(
+        r"^(?P<kind>conflict|fact)s/(?P<item_id>[0-9a-f-]{36})/release$",
+        claims.release,
+        name="release-claim",
+    ),
+    path("withdrawals/", withdrawals.withdraw, name="withdraw"),
+    path("withdrawals/<uuid:withdrawal_id>/", withdrawals.withdrawal, name="withdrawal"),
     path("audit/", audit.audit, name="audit"),
     re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", audit.audit_export, name="audit-export"),
     path("entities/", entities.entities, name="entities"),

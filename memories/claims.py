@@ -63,7 +63,7 @@ def claim_item(
                 if held is None:  # released again in between: nothing left to contend with
                     return ReviewClaim.objects.create(expires_at=expires, **fields)
         if held.expires_at > now and held.claimed_by_id != actor.pk:
-            raise StateConflict(f"already {claim_note(held)}")
+            raise StateConflict(f"already {held.note}")
         held.claimed_by = actor
         held.claimed_at = now
         held.expires_at = expires
@@ -90,7 +90,7 @@ def release_claim(
         if held is None or held.expires_at <= now:
             return False
         if held.claimed_by_id != actor.pk:
-            raise StateConflict(f"{claim_note(held)}; only they can release it")
+            raise StateConflict(f"{held.note}; only they can release it")
         held.delete()
     return True
 
@@ -102,12 +102,6 @@ def end_claims(*, conflict_ids: Iterable[UUID] = (), fact_ids: Iterable[UUID] = 
         ReviewClaim.objects.filter(conflict_id__in=conflicts).delete()
     if facts:
         ReviewClaim.objects.filter(fact_id__in=facts).delete()
-
-
-def claim_note(claim: ReviewClaim) -> str:
-    """The words a page shows for a live claim: being reviewed by NAME (until HH:MM)."""
-    until = timezone.localtime(claim.expires_at).strftime("%H:%M")
-    return f"being reviewed by {claim.claimed_by.get_username()} (until {until})"
 
 
 def _item(

@@ -14,6 +14,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, F, Func, OuterRef, Prefetch, Q
 from django.db.models.functions import MD5, Now
+from django.utils import timezone
 
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
@@ -362,6 +363,11 @@ class Fact(models.Model):
     def is_live(self) -> bool:
         return self.t_invalid is None
 
+    @property
+    def active_claim(self) -> "ReviewClaim | None":
+        """The live review claim on this item, if any (prefetched by ``active_claims()``)."""
+        return _active_claim(self)
+
     def effective_confidence(self, at: datetime) -> float:
         """The base confidence decayed by disuse up to ``at`` (SPEC §4)."""
         return effective_confidence(
@@ -511,6 +517,11 @@ class Conflict(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+    @property
+    def active_claim(self) -> "ReviewClaim | None":
+        """The live review claim on this item, if any (prefetched by ``active_claims()``)."""
+        return _active_claim(self)
 
 
 class MemberRole(models.TextChoices):
@@ -728,6 +739,17 @@ def active_claims(at: datetime | None = None) -> Prefetch:
     return Prefetch("review_claims", queryset=claims, to_attr="active_claims")
 
 
+def _active_claim(item: "Fact | Conflict") -> "ReviewClaim | None":
+    prefetched = getattr(item, "active_claims", None)
+    if prefetched is None:
+        prefetched = item.active_claims = list(
+            ReviewClaim.objects.active()
+            .filter(**{type(item).__name__.lower(): item})
+            .select_related("claimed_by")
+        )
+    return prefetched[0] if prefetched else None
+
+
 class ReviewClaim(models.Model):
     """A steward's note that they are reviewing one item: a conflict or a system fact.
 
@@ -768,6 +790,12 @@ class ReviewClaim(models.Model):
     def __str__(self) -> str:
         item = f"conflict {self.conflict_id}" if self.conflict_id else f"fact {self.fact_id}"
         return f"{item} claimed by {self.claimed_by_id} until {self.expires_at:%H:%M}"
+
+    @property
+    def note(self) -> str:
+        """What a page says of a live claim: being reviewed by NAME (until HH:MM)."""
+        until = timezone.localtime(self.expires_at).strftime("%H:%M")
+        return f"being reviewed by {self.claimed_by.get_username()} (until {until})"
 
 
 # --- truth maintenance and background work (SPEC §7, §8, §12) -----------------------

@@ -19,7 +19,7 @@ from admissions.selectors import candidates, challenge_summary, fact_status, in_
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
 from memories.errors import Forbidden, Rejected, StateConflict
-from memories.models import Bucket, Conflict, Fact, Scope
+from memories.models import Bucket, Conflict, Fact, Scope, active_claims
 from memories.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    return candidates(scope_ids, filters)
+    return candidates(scope_ids, filters).prefetch_related(active_claims())
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 
 from admissions.actions import record_verdict
 from memories.actions import assert_fact, resolve_conflict
-from memories.claims import claim_item, claim_note, release_claim
+from memories.claims import claim_item, release_claim
 from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.models import ReviewClaim
 from tests.conftest import at, make_user
@@ -44,7 +44,7 @@ def test_a_claim_lasts_the_settings_minutes_and_says_who_and_until(settings, ste
     settings.CLAIMGRAPH_CLAIM_MINUTES = 20
     claim = claim_item(actor=steward, conflict_id=conflict.pk, now=NOW)
     assert claim.expires_at == NOW + timedelta(minutes=20)
-    assert claim_note(claim) == "being reviewed by stella (until 12:20)"
+    assert claim.note == "being reviewed by stella (until 12:20)"
     assert list(ReviewClaim.objects.active(NOW + timedelta(minutes=19))) == [claim]
     assert not ReviewClaim.objects.active(NOW + timedelta(minutes=20)).exists()
 
