@@ -1,4 +1,4 @@
-"""The dashboard: each queue's count and oldest age against its target, and the viewer's own actions."""
+"""The dashboard: queue counts and ages against their targets, and the viewer's own actions."""
 
 import pytest
 from django.urls import reverse
