@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
@@ -32,7 +33,9 @@ def claim(request: HtmxHttpRequest, kind: str, item_id: str) -> HttpResponse:
         made = claim_item(actor=request.user, **{f"{kind}_id": item_id})
     except StateConflict as refused:
         return _answer(request, kind, item_id, f"Not claimed: {refused}.", ok=False)
-    return _answer(request, kind, item_id, f"Claimed: {made.note}.")
+    until = timezone.localtime(made.expires_at).strftime("%H:%M")
+    said = f"Claimed until {until}: other stewards see that you are reviewing it."
+    return _answer(request, kind, item_id, said)
 
 
 @require_POST

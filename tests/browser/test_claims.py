@@ -57,9 +57,7 @@ def test_a_claim_is_seen_by_the_other_steward_who_may_still_rule(open_browser, w
     sign_in(stella, "stella")
     stella.goto(url)
     stella.get_by_role("button", name="Claim", exact=True).click()
-    stella.get_by_text(
-        re.compile(r"^Claimed: being reviewed by stella \(until \d\d:\d\d\)")
-    ).wait_for()
+    stella.get_by_text(re.compile(r"^Claimed until \d\d:\d\d: other stewards see")).wait_for()
     stella.get_by_role("button", name="Release").wait_for()
     assert ReviewClaim.objects.get().claimed_by.username == "stella"
     if java_script:

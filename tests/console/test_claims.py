@@ -19,7 +19,8 @@ def test_claiming_a_conflict_shows_who_reviews_it_on_the_page_and_the_queue(
     assert answer.status_code == 303
     assert answer["Location"] == page + "?queue=scope%3Dproject"
     followed = as_steward.get(page)
-    assert "Claimed: being reviewed by stella (until" in followed.text
+    assert "Claimed until " in followed.text
+    assert "You are reviewing this (until" in followed.text
     assert "Release" in followed.text
 
     # Another steward sees the claim, is offered no Claim, and may still rule.
@@ -35,7 +36,7 @@ def test_a_claimed_candidate_shows_on_the_candidates_queue_and_the_fact_page(wor
     fact = world.candidates[0]
     as_steward.post(reverse("claim", args=["fact", fact.pk]))
     assert "Being reviewed by stella" in as_steward.get(reverse("candidates")).text
-    assert "Being reviewed by stella" in as_steward.get(reverse("fact", args=[fact.pk])).text
+    assert "You are reviewing this (until" in as_steward.get(reverse("fact", args=[fact.pk])).text
 
 
 def test_htmx_claim_answers_with_the_panel_saying_claimed(world, as_steward):
@@ -44,7 +45,7 @@ def test_htmx_claim_answers_with_the_panel_saying_claimed(world, as_steward):
     )
     assert answer.status_code == 200
     assert 'role="status"' in answer.text
-    assert "Claimed: being reviewed by stella" in answer.text
+    assert "Claimed until " in answer.text
     assert "<html" not in answer.text
     released = as_steward.post(
         reverse("release-claim", args=["conflict", world.conflict.pk]),
