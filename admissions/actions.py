@@ -32,6 +32,7 @@ from admissions.selectors import fact_status
 from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
 from memories.apply import apply
 from memories.audit import record_audit
+from memories.claims import end_claims
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
 from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
@@ -69,6 +70,7 @@ def record_verdict(
     ground = required_reason(ground, "ground")
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
+        end_claims(fact_ids=[fact.pk])
         return _write(
             actor,
             fact,
@@ -134,6 +136,7 @@ def refute_challenge(
         now = _lock_scope(challenge.scope_id, now)
         if Record.objects.refutations().filter(challenge=challenge).exists():
             raise StateConflict("the challenge is already refuted")
+        end_claims(fact_ids=[challenge.fact_id])
         return _write(
             actor,
             challenge.fact,
@@ -178,6 +181,7 @@ def correct_fact(
         fact = Fact.objects.for_display().select_for_update(of=("self",)).get(pk=fact.pk)
         if not fact.is_live:
             raise StateConflict("only a live fact can be corrected")
+        end_claims(fact_ids=[fact.pk])
         if now <= fact.t_valid:
             raise StateConflict("the fact only becomes valid in the future: invalidate it")
         before = fact_status(fact)

@@ -261,6 +261,15 @@ CLAIMGRAPH_HALF_LIFE_DAYS = env_float(
 CLAIMGRAPH_CONFIDENCE_FLOOR = env_float("CLAIMGRAPH_CONFIDENCE_FLOOR", 0.05, minimum=0, maximum=1)
 # The share of a scope's admitted facts one account's challenges may suspend (SPEC §6).
 CLAIMGRAPH_CHALLENGE_SHARE_PERCENT = env_int("CLAIMGRAPH_CHALLENGE_SHARE_PERCENT", 25)
+# How long a steward's claim on a review item lasts (SPEC §9), in minutes.
+CLAIMGRAPH_CLAIM_MINUTES = env_int("CLAIMGRAPH_CLAIM_MINUTES", 15, minimum=1)
+# The dashboard's target for each queue's oldest item, in hours: one value for
+# every queue, and an override per queue (an item past its target is marked).
+_QUEUE_TARGET_HOURS = env_int("CLAIMGRAPH_QUEUE_TARGET_HOURS", 24, minimum=1)
+CLAIMGRAPH_QUEUE_TARGET_HOURS = {
+    queue: env_int(f"CLAIMGRAPH_QUEUE_TARGET_HOURS_{queue.upper()}", _QUEUE_TARGET_HOURS, minimum=1)
+    for queue in ("conflicts", "candidates", "challenges", "suspended")
+}
 # Writes per minute per API token; 0 turns the limit off (SPEC §10).
 CLAIMGRAPH_API_WRITE_RATE = env_int("CLAIMGRAPH_API_WRITE_RATE", 600)
 

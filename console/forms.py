@@ -9,7 +9,7 @@ from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
 from accounts.actions import MAX_NAME_LENGTH
-from memories.core.decisions import unstorable
+from memories.core.decisions import MAX_EPISODE_LENGTH, unstorable
 from memories.core.text import MAX_REASON_LENGTH
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 from memories.vocabulary import load_vocabulary
@@ -308,3 +308,41 @@ class TokenForm(StorableTextForm):
         max_length=MAX_NAME_LENGTH,
         help_text="What the token is for, e.g. the agent that will use it.",
     )
+
+
+class WithdrawalForm(StorableTextForm):
+    """The episode to withdraw and its scope (one of the steward's): the dry run is for these."""
+
+    episode = forms.CharField(
+        max_length=MAX_EPISODE_LENGTH,
+        label="Episode",
+        help_text="The name its writes carry: a session, an import, an agent run.",
+        error_messages={"required": "Name the episode to withdraw."},
+    )
+
+    def __init__(self, *args, scopes, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = ListedChoiceField(
+            queryset=scopes,
+            to_field_name="name",
+            empty_label=None,
+            label="Scope",
+            error_messages={"invalid_choice": "Choose a scope you are a steward of."},
+        )
+        self.order_fields(["scope", "episode"])
+
+
+class ConfirmWithdrawalForm(WithdrawalForm):
+    """The one confirmation after the dry run: the same episode and scope, and why."""
+
+    reason = forms.CharField(
+        max_length=MAX_REASON_LENGTH,
+        label="Reason to withdraw",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Say why: a withdrawal needs a reason."},
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"].widget = forms.HiddenInput()
+        self.fields["episode"].widget = forms.HiddenInput()

@@ -3,7 +3,18 @@ entities, health, account."""
 
 from django.urls import path, re_path
 
-from console.views import account, audit, changes, conflicts, entities, facts, health, queues
+from console.views import (
+    account,
+    audit,
+    changes,
+    claims,
+    conflicts,
+    entities,
+    facts,
+    health,
+    queues,
+    withdrawals,
+)
 
 urlpatterns = [
     path("", queues.dashboard, name="dashboard"),
@@ -19,6 +30,16 @@ urlpatterns = [
     path("facts/<uuid:fact_id>/challenge", facts.challenge, name="fact-challenge"),
     path("facts/<uuid:fact_id>/correct", facts.correct, name="fact-correct"),
     path("subjects/<int:entity_id>/", facts.subject, name="subject"),
+    re_path(
+        r"^(?P<kind>conflict|fact)s/(?P<item_id>[0-9a-f-]{36})/claim$", claims.claim, name="claim"
+    ),
+    re_path(
+        r"^(?P<kind>conflict|fact)s/(?P<item_id>[0-9a-f-]{36})/release$",
+        claims.release,
+        name="release-claim",
+    ),
+    path("withdrawals/", withdrawals.withdraw, name="withdraw"),
+    path("withdrawals/<uuid:withdrawal_id>/", withdrawals.withdrawal, name="withdrawal"),
     path("audit/", audit.audit, name="audit"),
     re_path(r"^audit/export\.(?P<fmt>csv|jsonl)$", audit.audit_export, name="audit-export"),
     path("changes/", changes.changes, name="changes"),

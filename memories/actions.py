@@ -27,6 +27,7 @@ from psycopg.rows import dict_row
 
 from memories.apply import Applied, apply
 from memories.audit import fact_state, record_audit
+from memories.claims import end_claims
 from memories.core import decisions
 from memories.core.decisions import (
     Assertion,
@@ -502,7 +503,9 @@ def resolve_conflict(
             now=now,
             actor_id=actor.pk,
         )
-        recompute_on_commit(apply(effects).touched)
+        applied = apply(effects)
+        end_claims(conflict_ids=[conflict.pk, *applied.closed_moot])
+        recompute_on_commit(applied.touched)
         conflict.refresh_from_db()
     return conflict
 

@@ -13,7 +13,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Exists, F, Func, OuterRef, Prefetch, Q
-from django.db.models.functions import MD5
+from django.db.models.functions import MD5, Now
+from django.utils import timezone
 
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
@@ -367,6 +368,11 @@ class Fact(models.Model):
     def is_live(self) -> bool:
         return self.t_invalid is None
 
+    @property
+    def active_claim(self) -> "ReviewClaim | None":
+        """The live review claim on this item, if any (prefetched by ``active_claims()``)."""
+        return _active_claim(self)
+
     def effective_confidence(self, at: datetime) -> float:
         """The base confidence decayed by disuse up to ``at`` (SPEC §4)."""
         return effective_confidence(
@@ -522,6 +528,11 @@ class Conflict(models.Model):
     @property
     def is_open(self) -> bool:
         return self.resolved_at is None
+
+    @property
+    def active_claim(self) -> "ReviewClaim | None":
+        """The live review claim on this item, if any (prefetched by ``active_claims()``)."""
+        return _active_claim(self)
 
 
 class MemberRole(models.TextChoices):
@@ -775,6 +786,84 @@ class Withdrawal(models.Model):
 
     def __str__(self) -> str:
         return f"withdrawal of {self.episode}"
+
+
+# --- review claims (SPEC §9) ----------------------------------------------------------
+
+
+class ReviewClaimQuerySet(models.QuerySet["ReviewClaim"]):
+    def active(self, at: datetime | None = None) -> "ReviewClaimQuerySet":
+        """The claims not yet expired at ``at`` (by default the database's clock, now).
+
+        Expiry is read, never swept: an expired row stays until the item's
+        next claim replaces it, and no page shows it meanwhile.
+        """
+        return self.filter(expires_at__gt=at if at is not None else Now())
+
+
+def active_claims(at: datetime | None = None) -> Prefetch:
+    """A prefetch of each item's live claim (a list of at most one) as ``active_claims``."""
+    claims = ReviewClaim.objects.active(at).select_related("claimed_by")
+    return Prefetch("review_claims", queryset=claims, to_attr="active_claims")
+
+
+def _active_claim(item: "Fact | Conflict") -> "ReviewClaim | None":
+    prefetched = getattr(item, "active_claims", None)
+    if prefetched is None:
+        prefetched = item.active_claims = list(
+            ReviewClaim.objects.active()
+            .filter(**{type(item).__name__.lower(): item})
+            .select_related("claimed_by")
+        )
+    return prefetched[0] if prefetched else None
+
+
+class ReviewClaim(models.Model):
+    """A steward's note that they are reviewing one item: a conflict or a system fact.
+
+    A note, not a lock: another steward sees it and may still rule. The
+    database holds at most one row per item (a claim that has expired is
+    overwritten by the next one), so two stewards claiming at the same
+    instant end with one claim. A ruling on the item deletes it.
+    """
+
+    scope = models.ForeignKey(Scope, on_delete=models.CASCADE, related_name="review_claims")
+    conflict = models.ForeignKey(
+        "Conflict", null=True, blank=True, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    fact = models.ForeignKey(
+        Fact, null=True, blank=True, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_claims"
+    )
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    objects = ReviewClaimQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(conflict__isnull=True) ^ Q(fact__isnull=True),
+                name="review_claim_one_item",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=F("claimed_at")), name="review_claim_expires_later"
+            ),
+            models.UniqueConstraint(fields=["conflict"], name="review_claim_once_per_conflict"),
+            models.UniqueConstraint(fields=["fact"], name="review_claim_once_per_fact"),
+        ]
+
+    def __str__(self) -> str:
+        item = f"conflict {self.conflict_id}" if self.conflict_id else f"fact {self.fact_id}"
+        return f"{item} claimed by {self.claimed_by_id} until {self.expires_at:%H:%M}"
+
+    @property
+    def note(self) -> str:
+        """What a page says of a live claim: being reviewed by NAME (until HH:MM)."""
+        until = timezone.localtime(self.expires_at).strftime("%H:%M")
+        return f"being reviewed by {self.claimed_by.get_username()} (until {until})"
 
 
 # --- truth maintenance and background work (SPEC §7, §8, §12) -----------------------

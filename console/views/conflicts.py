@@ -33,7 +33,7 @@ from memories.actions import may_resolve, resolve_conflict
 from memories.core.confidence import fact_decays
 from memories.errors import Forbidden, Rejected
 from memories.lookups import visible_conflict
-from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate
+from memories.models import Bucket, Conflict, ConflictMember, Fact, Predicate, active_claims
 
 SLOT_HISTORY_LIMIT = 60
 EARLIER_LIMIT = 20
@@ -67,7 +67,7 @@ def conflicts(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "state": state,
-        "page": paginate(request, listed.with_candidates(), form),
+        "page": paginate(request, listed.with_candidates().prefetch_related(active_claims()), form),
         "query": page_query(request),
         "now": timezone.now(),
     }

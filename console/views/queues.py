@@ -1,9 +1,10 @@
 """The dashboard, the candidates queue with batch review, and the challenges list."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Count, Min, QuerySet
@@ -16,23 +17,29 @@ from django.views.decorators.http import require_GET, require_http_methods
 from admissions.actions import record_verdict
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
+from console.activity import recent_activity
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
 from memories.errors import Forbidden, Rejected, StateConflict
-from memories.models import Bucket, Conflict, Fact, Scope
+from memories.models import Bucket, Conflict, Fact, Scope, active_claims
 from memories.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
 
+# How many of the viewer's own actions the dashboard lists, the latest first.
+RECENT_ACTIONS = 10
+
 
 @dataclass(frozen=True)
 class Queue:
-    """One count on the dashboard, with the link to its queue and its oldest item's time."""
+    """One count on the dashboard: its link, its oldest item, the age it should stay under."""
 
     label: str
     figures: dict
     url: str
     verb: str
+    target: timedelta
+    now: datetime
 
     @property
     def count(self) -> int:
@@ -42,11 +49,22 @@ class Queue:
     def oldest(self) -> datetime | None:
         return self.figures["oldest"]
 
+    @property
+    def over_target(self) -> bool:
+        """Whether the oldest item has waited longer than the queue's target."""
+        return self.oldest is not None and self.now - self.oldest > self.target
+
+    @property
+    def target_hours(self) -> int:
+        return int(self.target.total_seconds() // 3600)
+
 
 @require_GET
 @login_required
 def dashboard(request: HtmxHttpRequest) -> HttpResponse:
-    """What waits for a human, in the viewer's scopes, and how long the oldest has waited."""
+    """What waits for a human in the viewer's scopes, each queue's age against its
+    target (``CLAIMGRAPH_QUEUE_TARGET_HOURS``), and the viewer's own recent actions."""
+    now = timezone.now()
     scopes = Scope.objects.visible_to(request.user)
     conflicts = (
         Conflict.objects.open()
@@ -68,18 +86,46 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
     ).aggregate(count=Count("fact", distinct=True), oldest=Min("inserted_at"))
     is_steward = steward_scopes(request.user).exists()
+    targets = {
+        queue: timedelta(hours=hours)
+        for queue, hours in settings.CLAIMGRAPH_QUEUE_TARGET_HOURS.items()
+    }
     queues = [
-        Queue("Open conflicts", conflicts, reverse("conflicts"), "opened"),
+        Queue(
+            "Open conflicts", conflicts, reverse("conflicts"), "opened", targets["conflicts"], now
+        ),
         Queue(
             "Candidates awaiting a verdict",
             awaiting,
             reverse("candidates") if is_steward else reverse("facts") + "?status=candidate",
             "recorded",
+            targets["candidates"],
+            now,
         ),
-        Queue("Open challenges", challenges, reverse("challenges"), "filed"),
-        Queue("Suspended facts", suspended, reverse("facts") + "?status=suspended", "suspended"),
+        Queue(
+            "Open challenges",
+            challenges,
+            reverse("challenges"),
+            "filed",
+            targets["challenges"],
+            now,
+        ),
+        Queue(
+            "Suspended facts",
+            suspended,
+            reverse("facts") + "?status=suspended",
+            "suspended",
+            targets["suspended"],
+            now,
+        ),
     ]
-    context = {"queues": queues, "now": timezone.now(), "scopes": scopes}
+    context = {
+        "queues": queues,
+        "now": now,
+        "scopes": scopes,
+        "is_steward": is_steward,
+        "recent": recent_activity(request.user, RECENT_ACTIONS),
+    }
     return render(request, "console/dashboard.html", context)
 
 
@@ -106,7 +152,7 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    return candidates(scope_ids, filters)
+    return candidates(scope_ids, filters).prefetch_related(active_claims())
 
 
 @dataclass(frozen=True)

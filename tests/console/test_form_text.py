@@ -14,6 +14,7 @@ from console import admission_forms
 from console import forms as memory_forms
 from console.forms import TokenForm
 from memories.actions import assert_fact
+from memories.models import Scope
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db
@@ -28,8 +29,11 @@ FOR_A_VIEWER = {
     admission_forms.FactFilterForm,
     admission_forms.ChallengeFilterForm,
 }
+# The forms that take the scopes to choose from (those the viewer stewards).
+FOR_SCOPES = {memory_forms.WithdrawalForm, memory_forms.ConfirmWithdrawalForm}
 FORMS = [
     *FOR_A_VIEWER,
+    *FOR_SCOPES,
     memory_forms.ResolveForm,
     memory_forms.UndoMergeForm,
     admission_forms.VerdictForm,
@@ -65,6 +69,8 @@ def test_the_table_holds_every_form_of_the_console():
 def bound(form_class, member, data):
     if form_class in FOR_A_VIEWER:
         return form_class(data, user=member)
+    if form_class in FOR_SCOPES:
+        return form_class(data, scopes=Scope.objects.all())
     return form_class(data)
 
 

@@ -361,6 +361,7 @@ GET_PAGES = {
     "entities": "/entities/",
     "account": "/account/",
     "sign-in": "/signin/",
+    "withdraw an episode": "/withdrawals/",
 }
 
 

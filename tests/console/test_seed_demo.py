@@ -7,11 +7,22 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.urls import reverse
 
+from admissions.actions import record_verdict
 from admissions.models import Record
-from admissions.selectors import challenge_summary
+from admissions.selectors import candidates, challenge_summary
 from memories.models import AuditEntry, Conflict, ConflictKind, Fact, Outcome, Scope
 
 pytestmark = pytest.mark.django_db
+
+
+def at_the_cap() -> list[str]:
+    """The accounts with challenges queued beyond their flood cap, in any scope."""
+    return [
+        usage.author_name
+        for scope in Scope.objects.order_by("name")
+        for usage in challenge_summary(scope)
+        if usage.queued
+    ]
 
 
 def test_demo_fills_every_queue_and_a_second_run_adds_nothing(client):
@@ -29,9 +40,19 @@ def test_demo_fills_every_queue_and_a_second_run_adds_nothing(client):
     }
     assert Conflict.objects.resolved().exists()
     assert Outcome.objects.exists()
-    [challenger] = [u for u in challenge_summary(Scope.objects.get(name="demo")) if u.queued]
-    assert challenger.author_name == "challenger"
+    assert at_the_cap() == ["challenger"]
 
     client.force_login(User.objects.get(username="steward"))
     queues = {q.label: q.count for q in client.get(reverse("dashboard")).context["queues"]}
     assert all(count > 0 for count in queues.values()), queues
+
+
+def test_the_challenger_stays_at_its_cap_whatever_the_steward_admits():
+    call_command("seed_demo", stdout=StringIO())
+    steward = User.objects.get(username="steward")
+    waiting = list(candidates(Scope.objects.values("pk")))
+    assert len(waiting) > 5
+    for fact in waiting:
+        record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="looks right")
+    assert not candidates(Scope.objects.values("pk")).exists()
+    assert at_the_cap() == ["challenger"]

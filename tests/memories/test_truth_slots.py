@@ -17,8 +17,8 @@ from memories.models import (
     PredicateProposal,
     TruthSlot,
 )
-from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
 from memories.reverts import revert_automatic_change
+from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
 from memories.truth import adjudicate_slot, recompute_slot
 from memories.vocabulary import forget_vocabulary
 from tests.conftest import at, make_user

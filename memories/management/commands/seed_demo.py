@@ -3,9 +3,16 @@
 The demo fills every queue of the console, through the same actions the
 console and the API use (so the audit feed is filled too): open conflicts of
 each kind, candidates, admitted and rejected facts, suspended facts with open
-challenges, one account past its flood cap, resolved conflicts and refuted
-challenges for history, receipts (outcomes), an entity merge and a private
-fact. Times are spread over the last five weeks so ages and decay show.
+challenges, resolved conflicts and refuted challenges for history, receipts
+(outcomes), an entity merge and a private fact. Times are spread over the
+last five weeks so ages and decay show.
+
+The account past its flood cap has a scope of its own, ``demo-agents``,
+whose facts are all admitted already: the cap is a share of a scope's
+admitted facts (SPEC §6), so in the main scope every candidate a steward
+admits while trying the console would raise it, and after a few the
+challenger would no longer be at its cap. With no candidates in its scope,
+nothing the demo invites a steward to do changes that cap.
 """
 
 import secrets
@@ -24,6 +31,8 @@ from memories.models import Scope
 from memories.roles import STEWARDS_GROUP
 
 DEMO_SCOPE = "demo"
+# Where the challenger stands at its flood cap (see the module's docstring).
+FLOOD_SCOPE = "demo-agents"
 
 ACCOUNTS = [
     # username, is a global steward
@@ -56,6 +65,22 @@ class Command(BaseCommand):
             )
         else:
             self.stdout.write(f"Demo scope {DEMO_SCOPE!r} already exists; left as it is.")
+
+        flood_scope, new_flood_scope = Scope.objects.get_or_create(
+            name=FLOOD_SCOPE,
+            defaults={"description": "Demo: an agent account that challenges more than its cap."},
+        )
+        flood_scope.members.add(*User.objects.filter(username__in=[name for name, _ in ACCOUNTS]))
+        if new_flood_scope:
+            with transaction.atomic():
+                Flood(
+                    flood_scope,
+                    steward=User.objects.get(username="steward"),
+                    challenger=User.objects.get(username="challenger"),
+                ).load()
+            self.stdout.write(
+                self.style.SUCCESS(f"Loaded the flood-cap demo into scope {FLOOD_SCOPE!r}.")
+            )
 
         if created_passwords:
             self.stdout.write("")
@@ -222,9 +247,8 @@ class Demo:
         ]:
             self.say(member, subject, predicate, obj, source)
 
-        # Suspended facts: the member's evidenced challenge suspends one fact;
-        # the challenger goes past the flood cap (A = 10 admitted → cap 3), so
-        # its fourth challenge is queued with no effect.
+        # A suspended fact: the member's evidenced challenge suspends it (the
+        # challenger's flood is in a scope of its own: see ``Flood``).
         shoply_pg, owner, auth_pg, ada, stripe = admitted
         file_challenge(
             actor=member,
@@ -240,19 +264,13 @@ class Demo:
             evidence=None,
             now=self.tick(),
         )
-        for target, ref in [
-            (shoply_pg, "agent-run-41"),
-            (auth_pg, "agent-run-42"),
-            (search.fact, "agent-run-43"),
-            (fly.fact, "agent-run-44"),
-        ]:
-            file_challenge(
-                actor=challenger,
-                fact_id=target.pk,
-                ground="contradicted by what the agent observed",
-                evidence=[{"ref": ref, "quote": ""}],
-                now=self.tick(1),
-            )
+        file_challenge(
+            actor=challenger,
+            fact_id=shoply_pg.pk,
+            ground="contradicted by what the agent observed",
+            evidence=[{"ref": "agent-run-41", "quote": ""}],
+            now=self.tick(1),
+        )
 
         # History: a refuted challenge and a resolved conflict.
         refuted = file_challenge(
@@ -298,3 +316,38 @@ class Demo:
         self.say(
             member, "member", "core/prefers", "small pull requests", "user-assertion", bucket="user"
         )
+
+
+class Flood(Demo):
+    """An agent account at its flood cap, in a scope where every fact is admitted.
+
+    Four admitted facts make the cap ``ceil(25% of 4) = 1``: the challenger's
+    first evidenced challenge suspends its target and the next two are
+    queued with no effect. The scope holds no candidate, so admitting what
+    the other queues offer never raises this cap.
+    """
+
+    def __init__(self, scope: Scope, *, steward: User, challenger: User) -> None:
+        super().__init__(scope, steward=steward, member=challenger, challenger=challenger)
+
+    def load(self) -> None:
+        admitted = []
+        for subject, predicate, obj in [
+            ("gateway", "core/uses", "Envoy"),
+            ("gateway", "core/owned-by", "platform-team"),
+            ("scheduler", "core/uses", "Temporal"),
+            ("scheduler", "core/has-version", "1.22"),
+        ]:
+            result = self.say(self.steward, subject, predicate, obj, "code")
+            self.admit(result, "read from the repository")
+            admitted.append(result.fact)
+        for target, ref in zip(
+            admitted, ["agent-run-51", "agent-run-52", "agent-run-53"], strict=False
+        ):
+            file_challenge(
+                actor=self.challenger,
+                fact_id=target.pk,
+                ground="the agent's run saw something else",
+                evidence=[{"ref": ref, "quote": ""}],
+                now=self.tick(1),
+            )
