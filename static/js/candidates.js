@@ -38,11 +38,6 @@
     }
   });
 
-  // console.js ticks a row's box with "x" without a change event: follow it.
-  document.addEventListener("keyup", function (event) {
-    if (event.key === "x") refresh();
-  });
-
   document.addEventListener("click", function (event) {
     var link = event.target.closest && event.target.closest("a.to-batch");
     if (!link) return;

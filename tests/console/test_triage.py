@@ -1,5 +1,6 @@
 """Triage at speed on the Candidates queue, the fact page that does the work (issue 13)."""
 
+import json
 import re
 from datetime import UTC, datetime
 from urllib.parse import quote
@@ -14,6 +15,7 @@ from admissions.models import Record
 from admissions.selectors import fact_status
 from admissions.status import Finding, Status
 from console.explain import Part, explanation_parts
+from memories.actions import invalidate_fact, resolve_conflict
 from memories.models import Fact
 from tests.console.conftest import write
 
@@ -248,3 +250,69 @@ def test_correct_refuses_an_evidence_line_without_a_reference(as_steward, world)
     assert "Each line needs a reference" in response.content.decode()
     redis.refresh_from_db()
     assert redis.superseded_by_id is None
+
+
+# --- the audit feed ---------------------------------------------------------------------
+
+
+def test_the_audit_feed_reads_a_kept_candidate_as_words_with_links(as_steward, steward, world):
+    resolve_conflict(
+        actor=steward,
+        conflict_id=world.conflict.pk,
+        action="keep",
+        keep=[world.decided.pk],
+        reason="the ADR stands",
+    )
+    page = as_steward.get(reverse("audit"), {"action": "resolved-conflict"}).content.decode()
+    decided = f'<a href="/facts/{world.decided.pk}/">api-layer core/decided-against GraphQL</a>'
+    assert f"Kept candidate {decided} in " in page
+    assert f'<a href="/conflicts/{world.conflict.pk}/">the conflict on api-layer' in page
+    assert f'ended <a href="/facts/{world.newcomer.pk}/">' in page
+    assert 'Resolution: <span class="from">none</span> → <span class="to">kept one side' in page
+    assert "kept: " not in page and str(world.decided.pk)[:8] + "…" not in page
+    assert re.search(r">\d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d UTC</time>", page)
+
+
+def test_the_audit_feed_reads_a_verdict_and_its_status_change(as_steward, world):
+    page = as_steward.get(reverse("audit"), {"action": "recorded-verdict"}).content.decode()
+    admitted = f'<a href="/facts/{world.admitted.pk}/">AuthService core/has-version 2.0.0</a>'
+    assert f"Admitted {admitted}" in page
+    assert 'Status: <span class="from">candidate</span> → <span class="to">admitted</span>' in page
+
+
+def test_the_audit_feed_links_only_what_the_viewer_may_open(as_member, steward, member, world):
+    # A private fact of the steward's, superseded in the shared scope's feed.
+    private = write(steward, "laptop", "core/uses", "vim", "user-assertion", bucket="user").fact
+    invalidate_fact(actor=steward, fact_id=private.pk, reason="switched")
+    page = as_member.get(reverse("audit"), {"action": "invalidated"}).content.decode()
+    assert f"/facts/{private.pk}/" not in page
+    assert "Invalidated a fact you cannot open" in page
+
+
+def test_the_action_filter_is_a_list_of_readable_labels(as_steward, world):
+    page = as_steward.get(reverse("audit")).content.decode()
+    assert '<select name="action"' in page
+    assert '<option value="resolved-conflict">Conflict resolved</option>' in page
+    response = as_steward.get(reverse("audit"), {"action": "opened-conflict"})
+    assert {entry.action for entry in response.context["page"]} == {"opened-conflict"}
+    assert response.context["form"].is_valid()
+
+
+def test_an_unknown_action_in_the_filter_is_named_as_the_problem(as_steward, world):
+    response = as_steward.get(reverse("audit"), {"action": "no-such-thing"})
+    assert "action" in response.context["form"].errors
+
+
+def test_the_export_stays_the_machine_format(as_steward, steward, world):
+    resolve_conflict(
+        actor=steward, conflict_id=world.conflict.pk, action="dismiss", reason="not a clash"
+    )
+    response = as_steward.get(
+        reverse("audit-export", args=["jsonl"]), {"action": "resolved-conflict"}
+    )
+    (line,) = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert line["action"] == "resolved-conflict"
+    assert line["after"]["resolution"] == "dismissed" and line["target_id"] == str(
+        world.conflict.pk
+    )
+    assert line["at"].endswith("+00:00")
