@@ -108,11 +108,12 @@ def test_a_key_in_the_current_row_wins_over_the_same_key_elsewhere(open_browser,
           const b = document.createElement('a');
           b.href = '#'; b.dataset.key = 'a'; b.textContent = label;
           b.addEventListener('click', (e) => { e.preventDefault(); window.pressed.push(label); });
-          where.appendChild(b);
+          where.prepend(b);
         };
         make(document.querySelector('main'), 'page');
         document.querySelectorAll('[data-queue-item]').forEach(
-          (row, i) => make(row.lastElementChild, 'row' + (i + 1)));
+          // First in the row: a row's own Admit (the Candidates queue's) comes after it.
+          (row, i) => make(row.firstElementChild, 'row' + (i + 1)));
       }"""
     )
     page.keyboard.press("a")  # no current row: the page's own link
