@@ -37,30 +37,46 @@ class VerdictForm(StorableTextForm):
     ground = ground_field()
 
 
-class ChallengeForm(StorableTextForm):
-    ground = ground_field("Why is it wrong?")
-    evidence = forms.CharField(
+EVIDENCE_HELP = "One reference per line (a URL, a file, a ticket); add a quote after ' | '."
+
+
+def evidence_field(help_text: str) -> forms.CharField:
+    return forms.CharField(
         label="Evidence",
         required=False,
         max_length=20_000,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text=(
-            "One reference per line (a URL, a file, a ticket); add a quote after ' | '. "
-            "Without evidence the challenge is recorded but suspends nothing."
-        ),
+        help_text=f"{EVIDENCE_HELP} {help_text}",
     )
 
+
+def evidence_items(text: str) -> list[dict[str, str]] | None:
+    """Evidence lines → ``[{ref, quote}]``; no line at all → None (absent, not ``[]``)."""
+    items = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        ref, _, quote = line.partition("|")
+        if not ref.strip():
+            raise forms.ValidationError("Each line needs a reference before any '|'.")
+        items.append({"ref": ref.strip(), "quote": quote.strip()})
+    return items or None
+
+
+def evidence_text(items: list[dict[str, str]] | None) -> str:
+    """The lines ``evidence_items`` reads back as ``items``: a form's initial value."""
+    return "\n".join(
+        f"{item['ref']} | {item['quote']}" if item.get("quote") else item["ref"]
+        for item in items or []
+    )
+
+
+class ChallengeForm(StorableTextForm):
+    ground = ground_field("Why is it wrong?")
+    evidence = evidence_field("Without evidence the challenge is recorded but suspends nothing.")
+
     def clean_evidence(self) -> list[dict[str, str]] | None:
-        """Lines → ``[{ref, quote}]``; no line at all → None (absent, not ``[]``)."""
-        items = []
-        for line in self.cleaned_data["evidence"].splitlines():
-            if not line.strip():
-                continue
-            ref, _, quote = line.partition("|")
-            if not ref.strip():
-                raise forms.ValidationError("Each line needs a reference before any '|'.")
-            items.append({"ref": ref.strip(), "quote": quote.strip()})
-        return items or None
+        return evidence_items(self.cleaned_data["evidence"])
 
 
 class RefuteForm(StorableTextForm):
@@ -76,9 +92,13 @@ class CorrectForm(StorableTextForm):
     )
     confidence = forms.FloatField(min_value=0, max_value=1, label="Confidence")
     epistemic = forms.ChoiceField(choices=Epistemic.choices, label="Class")
+    evidence = evidence_field("Left empty, the fact's own evidence is kept.")
     ground = ground_field("Why the correction?")
 
-    FIELDS = ("object", "source_type", "confidence", "epistemic")
+    FIELDS = ("object", "source_type", "confidence", "epistemic", "evidence")
+
+    def clean_evidence(self) -> list[dict[str, str]] | None:
+        return evidence_items(self.cleaned_data["evidence"])
 
     def changes(self, fact) -> dict:
         """Only what differs from ``fact``: the rest is carried over by ``correct_fact``."""
@@ -87,6 +107,7 @@ class CorrectForm(StorableTextForm):
             "source_type": fact.source_type.name,
             "confidence": fact.confidence,
             "epistemic": fact.epistemic,
+            "evidence": fact.evidence,
         }
         given = dict(self.cleaned_data)
         given["source_type"] = given["source_type"].name

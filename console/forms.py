@@ -9,6 +9,7 @@ from django import forms
 from django.core.validators import ProhibitNullCharactersValidator
 
 from accounts.actions import MAX_NAME_LENGTH
+from console.audit_words import ACTION_CHOICES
 from memories.core.decisions import MAX_EPISODE_LENGTH, unstorable
 from memories.core.text import MAX_REASON_LENGTH
 from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
@@ -239,7 +240,7 @@ class AuditFilterForm(PagedForm):
 
     who = forms.ChoiceField(choices=KINDS, required=False, label="Made by")
     actor = forms.CharField(required=False, max_length=150, label="Account")
-    action = forms.CharField(required=False, max_length=50, label="Action")
+    action = forms.ChoiceField(choices=ACTION_CHOICES, required=False, label="Action")
     target = forms.CharField(required=False, max_length=64, label="Target id")
     since = forms.DateField(
         required=False, label="From", widget=forms.DateInput(attrs={"type": "date"})

@@ -5,16 +5,20 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, time
 from typing import Any
+from uuid import UUID
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from console.audit_words import Readable, describe, mentioned
 from console.forms import AuditFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate
-from memories.models import AuditEntry
+from memories.models import AuditEntry, Conflict, Fact, Scope
 
 
 def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
@@ -41,22 +45,40 @@ def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[Aud
     return rows.select_related("actor", "scope")
 
 
-def audit_changes(before: dict | None, after: dict | None) -> list[tuple[str, str, str]]:
-    """What an entry changed, key by key: only the keys whose value differs."""
-    before, after = before or {}, after or {}
-    return [
-        (key, _shown(before.get(key)), _shown(after.get(key)))
-        for key in dict.fromkeys([*before, *after])
-        if before.get(key) != after.get(key)
-    ]
+def _readable(user: User, entries: list[AuditEntry]) -> Readable:
+    """The facts and conflicts these entries name that ``user`` may open: two queries."""
+    fact_ids: set[str] = set()
+    conflict_ids: set[str] = set()
+    for entry in entries:
+        facts, conflicts = mentioned(entry.before, entry.after, entry.target_type, entry.target_id)
+        fact_ids |= facts
+        conflict_ids |= conflicts
+    facts = Fact.objects.readable_by(user).for_display().in_bulk(_uuids(fact_ids))
+    conflicts = (
+        Conflict.objects.filter(scope__in=Scope.objects.visible_to(user))
+        .select_related("subject", "predicate")
+        .in_bulk(_uuids(conflict_ids))
+    )
+    return Readable(
+        facts={str(pk): (str(fact), reverse("fact", args=[pk])) for pk, fact in facts.items()},
+        conflicts={
+            str(pk): (
+                f"the conflict on {found.subject.name} {found.predicate.name}",
+                reverse("conflict", args=[pk]),
+            )
+            for pk, found in conflicts.items()
+        },
+    )
 
 
-def _shown(value: Any) -> str:
-    if value is None or value == "" or value == []:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(item) for item in value)
-    return str(value)
+def _uuids(texts: set[str]) -> list[UUID]:
+    found = []
+    for text in texts:
+        try:
+            found.append(UUID(text))
+        except ValueError:
+            continue
+    return found
 
 
 @require_GET
@@ -66,8 +88,11 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET or None, user=request.user)
     rows = _audit_rows(request, form).order_by("-at", "-id")
     page = paginate(request, rows, form)
+    readable = _readable(request.user, list(page))
     for entry in page:
-        entry.changes = audit_changes(entry.before, entry.after)
+        entry.described = describe(
+            entry.action, entry.target_type, entry.target_id, entry.before, entry.after, readable
+        )
     context = {
         "form": form,
         "page": page,

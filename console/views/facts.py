@@ -30,7 +30,9 @@ from console.admission_forms import (
     FactFilterForm,
     RefuteForm,
     VerdictForm,
+    evidence_text,
 )
+from console.explain import explanation_parts
 from console.views.common import (
     HtmxHttpRequest,
     add_rejection,
@@ -39,8 +41,10 @@ from console.views.common import (
     paginate,
     refusals,
 )
+from console.views.queues import next_candidate_url
 from memories.actions import may_end
 from memories.core.normalize import value_key
+from memories.core.text import MAX_REASON_LENGTH
 from memories.errors import NotFound, Rejected
 from memories.lookups import readable_fact
 from memories.merges import merge_target_id, visible_entity
@@ -110,16 +114,29 @@ def facts(request: HtmxHttpRequest) -> HttpResponse:
 # --- the fact page ---------------------------------------------------------------------
 
 
-def _fact_context(user: User, fact: Fact, forms: dict[Any, Form] | None = None) -> dict[str, Any]:
-    """Everything the fact page shows; ``forms`` are bound forms to show with their errors."""
+def _fact_context(
+    user: User, fact: Fact, forms: dict[Any, Form] | None = None, *, queue: str | None = None
+) -> dict[str, Any]:
+    """Everything the fact page shows; ``forms`` are bound forms to show with their errors.
+
+    ``queue`` is the query string of the Candidates queue the fact was opened
+    from (None when it was not): a verdict then leads to that queue's next
+    candidate.
+    """
     forms = forms or {}
     now = timezone.now()
     status, records = fact_status_and_records(fact)
     refuted = {record.challenge_id for record in records if record.role == Role.REFUTATION}
+    # Each record is numbered in the list, and named by that number everywhere on the page.
+    numbers = {record.pk: number for number, record in enumerate(records, start=1)}
+    queued = set(status.queued) if status else set()
     entries = [
         {
             "record": record,
+            "number": numbers[record.pk],
             "open": record.role == Role.CHALLENGE and record.pk not in refuted,
+            "queued": record.pk in queued,
+            "answers": numbers.get(record.challenge_id),
             "refute_form": forms.get(("refute", record.pk))
             or RefuteForm(auto_id=f"id_refute_{record.pk.hex[:8]}_%s"),
         }
@@ -140,7 +157,12 @@ def _fact_context(user: User, fact: Fact, forms: dict[Any, Form] | None = None) 
         "now": now,
         "effective": fact.effective_confidence(now),
         "status": status,
+        "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
+        # A verdict cannot lift a suspension (SPEC §6 rule 5): only a refutation does.
+        "may_admit": status is not None and status.status != "suspended",
+        "queue": queue,
+        "ground_max": MAX_REASON_LENGTH,
         "chain": supersession_chain(fact, limit=CHAIN_LIMIT),
         "memberships": memberships,
         "receipts": receipts,
@@ -148,6 +170,7 @@ def _fact_context(user: User, fact: Fact, forms: dict[Any, Form] | None = None) 
         "may_challenge": fact.bucket == Bucket.SYSTEM,
         "may_correct": fact.is_live and may_end(user, fact),
         "verdict_form": forms.get("verdict") or VerdictForm(auto_id="id_verdict_%s"),
+        "verdict_failed": forms["verdict"].data.get("verdict") if "verdict" in forms else "",
         "challenge_form": forms.get("challenge") or ChallengeForm(auto_id="id_challenge_%s"),
         "correct_form": forms.get("correct")
         or CorrectForm(
@@ -157,6 +180,7 @@ def _fact_context(user: User, fact: Fact, forms: dict[Any, Form] | None = None) 
                 "source_type": fact.source_type.name,
                 "confidence": fact.confidence,
                 "epistemic": fact.epistemic,
+                "evidence": evidence_text(fact.evidence),
             },
         ),
     }
@@ -167,7 +191,8 @@ def _fact_context(user: User, fact: Fact, forms: dict[Any, Form] | None = None) 
 @refusals
 def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
     found = readable_fact(request.user, fact_id)
-    return render(request, "console/fact.html", _fact_context(request.user, found))
+    context = _fact_context(request.user, found, queue=request.GET.get("queue"))
+    return render(request, "console/fact.html", context)
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
@@ -181,7 +206,7 @@ def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpRe
 
 def _refused_input(request: HtmxHttpRequest, found: Fact, key: Any, form: Form) -> HttpResponse:
     """The page (or, for htmx, the panel) again with the form's errors: a 400."""
-    context = _fact_context(request.user, found, {key: form})
+    context = _fact_context(request.user, found, {key: form}, queue=request.POST.get("queue"))
     template = "console/fact.html#fact-status" if request.htmx else "console/fact.html"
     return render(request, template, context, status=400)
 
@@ -204,7 +229,13 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
             add_rejection(form, error)
         else:
             word = "Admitted" if form.cleaned_data["verdict"] == "admitted" else "Rejected"
-            return _after_record(request, found, f"{word}: {found}.")
+            queue = request.POST.get("queue")
+            if queue is None:
+                return _after_record(request, found, f"{word}: {found}.")
+            # Opened from the Candidates queue: on to its next candidate, same filters.
+            to, more = next_candidate_url(request.user, queue)
+            then = "Next candidate." if more else "Queue empty: no candidate left here."
+            return done(request, f"{word}: {found}. {then}", to)
     return _refused_input(request, found, "verdict", form)
 
 

@@ -2,14 +2,16 @@
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 from uuid import UUID
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db.models import Count, Min, QuerySet
-from django.http import HttpResponse
-from django.shortcuts import render
+from django.db.models import Count, Min, OuterRef, Q, QuerySet, Subquery
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
@@ -20,8 +22,9 @@ from admissions.selectors import candidates, challenge_summary, fact_status, in_
 from console.activity import recent_activity
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
+from memories.core.text import MAX_REASON_LENGTH
 from memories.errors import Forbidden, Rejected, StateConflict
-from memories.models import Bucket, Conflict, Fact, Scope, active_claims
+from memories.models import Bucket, Conflict, ConflictMember, Fact, Scope, active_claims
 from memories.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
@@ -152,7 +155,47 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    return candidates(scope_ids, filters).prefetch_related(active_claims())
+    in_conflict = ConflictMember.objects.filter(
+        fact=OuterRef("pk"), conflict__resolved_at__isnull=True
+    ).order_by("conflict__opened_at", "conflict_id")
+    return (
+        candidates(scope_ids, filters)
+        .annotate(open_conflict=Subquery(in_conflict.values("conflict_id")[:1]))
+        .prefetch_related(active_claims())
+    )
+
+
+def candidate_queue(user: User, query: QueryDict) -> QuerySet[Fact]:
+    """The Candidates queue as its page lists it for these filters, in its order.
+
+    The one home of the queue's filters and order: the queue page lists it,
+    and the fact page follows it to the next candidate after a verdict.
+    Raises Forbidden for an account that stewards none of its scopes.
+    """
+    filters = CandidateFilterForm(query or None, user=user)
+    stewarded = _stewarded(user, filters.visible_scopes())
+    if not stewarded:
+        raise Forbidden("only stewards review candidates")
+    return _candidates(filters, stewarded)
+
+
+def next_candidate_url(user: User, queue: str) -> tuple[str, bool]:
+    """Where a steward goes after a verdict on a candidate opened from the queue.
+
+    ``queue`` is the queue page's query string. The first candidate left in
+    that queue (the one just ruled on is no longer a candidate), with the same
+    filters carried on; or the queue itself, and False, when none is left.
+    """
+    following = candidate_queue(user, QueryDict(queue)).first()
+    if following is None:
+        return reverse("candidates") + (f"?{queue}" if queue else ""), False
+    return f"{reverse('fact', args=[following.pk])}?{urlencode({'queue': queue})}", True
+
+
+def _after(listed: QuerySet[Fact], ruled: Fact) -> Fact | None:
+    """The candidate that follows ``ruled`` in queue order, else the last one before it."""
+    later = Q(recorded_at__gt=ruled.recorded_at) | Q(recorded_at=ruled.recorded_at, id__gt=ruled.pk)
+    return listed.filter(later).first() or listed.exclude(pk=ruled.pk).last()
 
 
 @dataclass(frozen=True)
@@ -212,28 +255,59 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
     return outcomes
 
 
+# A row's two rulings: the verdict, its button's name and its key (console.js).
+ROW_VERDICTS = [("admitted", "Admit", "a"), ("rejected", "Reject", "r")]
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
 def candidates_queue(request: HtmxHttpRequest) -> HttpResponse:
-    """System facts without a verdict, oldest first; several can be reviewed at once."""
+    """System facts without a verdict, oldest first; admitted or rejected one by one or several.
+
+    A row's own Admit or Reject posts here with ``row`` set: the row leaves
+    the list and the steward stays at the same filters, on the next row.
+    """
     filters = CandidateFilterForm(request.GET or None, user=request.user)
     # The filter's scopes also say where the viewer is a steward: one query for both.
     scopes = filters.visible_scopes()
     stewarded = _stewarded(request.user, scopes)
     if not stewarded:
         raise Forbidden("only stewards review candidates")
+    listed = _candidates(filters, stewarded)
     outcomes = None
     status = 200
     batch = BatchReviewForm()
+    row_error = None
+    focus = None
     if request.method == "POST":
-        batch = BatchReviewForm(request.POST)
-        if batch.is_valid():
-            outcomes = _review(request, batch)
-            batch = BatchReviewForm()
+        posted = BatchReviewForm(request.POST)
+        one = "row" in request.POST
+        if posted.is_valid():
+            outcomes = _review(request, posted)
+            if one:
+                ruled = outcomes[0]
+                focus = _ruled_one(request, ruled, listed)
+                if not request.htmx:
+                    # The same filters and page, scrolled to the next row: 303, a GET.
+                    anchor = f"#row-{focus.pk}" if focus else ""
+                    here = f"{reverse('candidates')}?{request.GET.urlencode()}"
+                    response = redirect(here + anchor)
+                    response.status_code = 303
+                    return response
+                outcomes = None
+        elif one:
+            status = 400
+            row_error = {
+                "fact": request.POST.get("facts", ""),
+                "verdict": request.POST.get("verdict", ""),
+                "ground": request.POST.get("ground", ""),
+                "errors": [error for errors in posted.errors.values() for error in errors],
+            }
         else:
             status = 400
-    page = paginate(request, _candidates(filters, stewarded), filters)
+            batch = posted
+    page = paginate(request, listed, filters)
     context = {
         "form": filters,
         "batch": batch,
@@ -243,12 +317,27 @@ def candidates_queue(request: HtmxHttpRequest) -> HttpResponse:
         "page": page,
         "query": page_query(request),
         "now": timezone.now(),
+        "row_error": row_error,
+        "focus": str(focus.pk) if focus else "",
+        "row_verdicts": ROW_VERDICTS,
+        "ground_max": MAX_REASON_LENGTH,
     }
     template = "console/candidates.html"
     partial = request.htmx and not request.htmx.boosted
     return render(
         request, f"{template}#candidate-list" if partial else template, context, status=status
     )
+
+
+def _ruled_one(request: HtmxHttpRequest, ruled: ReviewItem, listed: QuerySet[Fact]) -> Fact | None:
+    """Say what a row's verdict did; the candidate to put the steward on next."""
+    if ruled.applied:
+        word = "Admitted" if ruled.why == "admitted" else "Rejected"
+        messages.success(request, f"{word}: {ruled.label}.")
+    else:
+        messages.error(request, f"Not ruled on {ruled.label}: {ruled.why}.")
+    fact = Fact.objects.filter(pk=ruled.fact_id).first() if _is_uuid(ruled.fact_id) else None
+    return _after(listed, fact) if fact else listed.first()
 
 
 # --- challenges -------------------------------------------------------------------------

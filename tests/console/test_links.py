@@ -12,4 +12,6 @@ def test_queue_rows_link_to_their_own_pages(as_steward, world):
     candidates = as_steward.get(reverse("candidates"), {"per_page": 100})
     page = candidates.content.decode()
     for fact in candidates.context["page"]:
-        assert f'class="row-link" href="{reverse("fact", args=[fact.pk])}"' in page
+        # Carrying the queue's filters on, for the next candidate after a verdict.
+        link = f'class="row-link" href="{reverse("fact", args=[fact.pk])}?queue=per_page%3D100"'
+        assert link in page

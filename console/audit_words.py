@@ -1,0 +1,239 @@
+"""The audit feed in words: what each entry did, to what, before and after (SPEC §12).
+
+The feed stores each entry as the action wrote it: a verb such as
+``resolved-conflict``, ids, and JSON before and after. That stays the
+machine format (the CSV and JSON Lines exports). The feed page reads each
+entry as a sentence instead: "Kept candidate <fact> in <conflict>", the
+fields that changed under their own names, times humanized, and every fact
+or conflict a link to its page, but only for what the viewer may read.
+
+``describe`` makes plain values (:class:`Described`, :class:`Value`); the
+template renders them. Nothing here writes HTML or reads the database: the
+view looks the page's facts and conflicts up once and passes them in.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Every action the feed holds, with the words of the Action filter.
+ACTION_LABELS = {
+    "recorded-verdict": "Verdict (admit or reject)",
+    "filed-challenge": "Challenge filed",
+    "refuted-challenge": "Challenge refuted",
+    "corrected-fact": "Fact corrected",
+    "opened-conflict": "Conflict opened",
+    "resolved-conflict": "Conflict resolved",
+    "closed-conflict": "Conflict closed by itself (moot)",
+    "superseded": "Fact superseded",
+    "invalidated": "Fact invalidated",
+    "decayed": "Fact marked decayed",
+    "withdrew-episode": "Episode withdrawn",
+    "withdrawn": "Fact withdrawn with its episode",
+    "reinstated": "Fact reinstated by a withdrawal",
+    "merged-entity": "Entities merged",
+    "unmerged-entity": "Entity merge undone",
+    "reported-outcome": "Outcome reported",
+    "granted-scope": "Scope granted",
+    "made-steward": "Steward appointed",
+}
+
+ACTION_CHOICES = [
+    ("", "Any action"),
+    *sorted(ACTION_LABELS.items(), key=lambda choice: choice[1].lower()),
+]
+
+# The before/after keys shown as a change, by name; the others are in the sentence.
+_CHANGE_LABELS = {
+    "status": "Status",
+    "replacement_status": "Replacement's status",
+    "t_invalid": "Valid until",
+    "invalidation_kind": "Ended as",
+    "superseded_by": "Superseded by",
+    "confidence": "Confidence",
+    "source_type": "Source",
+    "resolution": "Resolution",
+    "resolves_to": "Resolves to",
+    "decayed_at": "Marked decayed",
+    "effective_confidence": "Confidence then",
+}
+_TIMES = {"t_invalid", "decayed_at"}
+_FACTS = {"superseded_by"}
+_RESOLUTIONS = {"kept": "kept one side", "coexist": "both stand", "dismissed": "dismissed"}
+
+
+@dataclass(frozen=True)
+class Value:
+    """A word, a time, or a link (``url`` empty when the viewer may not open it)."""
+
+    text: str = ""
+    time: datetime | None = None
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class Described:
+    """One entry in words: a sentence of values, and the fields it changed."""
+
+    sentence: tuple[Value, ...]
+    # (the field's name, its value before, after), for the fields that changed.
+    changes: tuple[tuple[str, tuple["Value", ...], tuple["Value", ...]], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Readable:
+    """The page's facts and conflicts the viewer may read: id → (label, url)."""
+
+    facts: Mapping[str, tuple[str, str]]
+    conflicts: Mapping[str, tuple[str, str]]
+
+
+def mentioned(before: dict | None, after: dict | None, target_type: str, target_id: str):
+    """The fact and conflict ids one entry names, for the view to look up in bulk."""
+    facts: set[str] = set()
+    conflicts: set[str] = set()
+    for state in (before or {}, after or {}):
+        for key in ("fact", "incoming", "superseded_by"):
+            if isinstance(state.get(key), str):
+                facts.add(state[key])
+        for key in ("kept", "invalidated", "candidates", "facts", "withdrawn", "reinstated"):
+            facts.update(item for item in state.get(key) or [] if isinstance(item, str))
+    if target_type == "fact":
+        facts.add(target_id)
+    elif target_type == "conflict":
+        conflicts.add(target_id)
+    return facts, conflicts
+
+
+def describe(
+    action: str,
+    target_type: str,
+    target_id: str,
+    before: dict | None,
+    after: dict | None,
+    readable: Readable,
+) -> Described:
+    """The sentence and the changes of one entry."""
+    before, after = before or {}, after or {}
+
+    def fact(fact_id: Any) -> Value:
+        label, url = readable.facts.get(str(fact_id), ("a fact you cannot open", ""))
+        return Value(label, url=url)
+
+    def facts(ids: Iterable[Any]) -> list[Value]:
+        shown = [fact(fact_id) for fact_id in ids]
+        joined: list[Value] = []
+        for index, value in enumerate(shown):
+            if index:
+                joined.append(Value(" and " if index == len(shown) - 1 else ", "))
+            joined.append(value)
+        return joined or [Value("nothing")]
+
+    def conflict(conflict_id: str) -> Value:
+        label, url = readable.conflicts.get(conflict_id, ("a conflict", ""))
+        return Value(label, url=url)
+
+    target = (
+        fact(target_id)
+        if target_type == "fact"
+        else conflict(target_id)
+        if target_type == "conflict"
+        else Value(f"{target_type} {target_id}")
+    )
+    on = after.get("fact") or before.get("fact")
+    words: list[Value]
+    if action == "recorded-verdict":
+        verb = {"admitted": "Admitted", "rejected": "Rejected"}.get(after.get("verdict"), "Ruled")
+        words = [Value(f"{verb} "), fact(on)]
+    elif action == "filed-challenge":
+        words = [Value("Challenged "), fact(on)]
+    elif action == "refuted-challenge":
+        words = [Value("Refuted a challenge to "), fact(on)]
+    elif action == "corrected-fact":
+        replacement = fact(after.get("superseded_by"))
+        words = [Value("Corrected "), target, Value(": replaced by "), replacement]
+    elif action == "resolved-conflict":
+        resolution = after.get("resolution")
+        if resolution == "kept":
+            kept = after.get("kept") or []
+            noun = "candidate" if len(kept) == 1 else "candidates"
+            words = [Value(f"Kept {noun} "), *facts(kept), Value(" in "), target]
+            if after.get("invalidated"):
+                words += [Value("; ended "), *facts(after["invalidated"])]
+        elif resolution == "coexist":
+            words = [Value("Ruled that both stand in "), target]
+        else:
+            words = [Value("Dismissed "), target, Value(" as a false alarm")]
+    elif action == "opened-conflict":
+        kind = after.get("kind")
+        words = [Value(f"Opened {kind + ' ' if kind else ''}conflict "), target]
+        if after.get("incoming"):
+            words += [Value(": "), fact(after["incoming"]), Value(" against ")]
+            words += facts(after.get("candidates") or [])
+    elif action == "closed-conflict":
+        words = [Value("Closed "), target, Value(" by itself: a side is no longer live")]
+    elif action == "superseded":
+        words = [Value("Superseded "), target, Value(" by "), fact(after.get("superseded_by"))]
+    elif action == "invalidated":
+        words = [Value("Invalidated "), target]
+    elif action == "decayed":
+        words = [Value("Marked "), target, Value(" decayed")]
+    elif action == "withdrew-episode":
+        withdrawn, reinstated = after.get("withdrawn") or [], after.get("reinstated") or []
+        words = [
+            Value(f"Withdrew episode “{after.get('episode', '')}”: "),
+            Value(f"{len(withdrawn)} {'fact' if len(withdrawn) == 1 else 'facts'} withdrawn, "),
+            Value(f"{len(reinstated)} reinstated"),
+        ]
+    elif action == "withdrawn":
+        words = [Value("Withdrew "), target, Value(" with its episode")]
+    elif action == "reinstated":
+        words = [Value("Reinstated "), target, Value(": what superseded it was withdrawn")]
+    elif action in ("merged-entity", "unmerged-entity"):
+        entity = after.get("entity") or before.get("entity") or ""
+        if action == "merged-entity":
+            words = [Value(f"Merged “{entity}” into “{after.get('resolves_to', '')}”")]
+        else:
+            words = [Value(f"Undid the merge of “{entity}”")]
+    elif action == "reported-outcome":
+        words = [Value("Reported accepted work that used "), *facts(after.get("facts") or [])]
+    elif action == "made-steward":
+        words = [Value(f"Made {after.get('steward', 'an account')} a steward")]
+    elif action == "granted-scope":
+        words = [Value("Granted a scope: "), target]
+    else:
+        words = [Value(f"{ACTION_LABELS.get(action, action)}: "), target]
+    return Described(tuple(words), tuple(_changes(before, after, fact)))
+
+
+Change = tuple[str, tuple[Value, ...], tuple[Value, ...]]
+
+
+def _changes(before: dict, after: dict, fact) -> list[Change]:
+    changed = []
+    for key, label in _CHANGE_LABELS.items():
+        if key not in before and key not in after:
+            continue
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        changed.append((label, _value(key, old, fact), _value(key, new, fact)))
+    return changed
+
+
+def _value(key: str, value: Any, fact) -> tuple[Value, ...]:
+    if value is None or value == "":
+        return (Value("still valid" if key == "t_invalid" else "none"),)
+    if key in _TIMES and isinstance(value, str):
+        try:
+            return (Value(time=datetime.fromisoformat(value)),)
+        except ValueError:
+            return (Value(value),)
+    if key in _FACTS:
+        return (fact(value),)
+    if key == "resolution":
+        return (Value(_RESOLUTIONS.get(value, str(value))),)
+    if isinstance(value, float):
+        return (Value(f"{value:.2f}"),)
+    return (Value(str(value)),)
