@@ -31,6 +31,7 @@ from console.admission_forms import (
     RefuteForm,
     VerdictForm,
 )
+from console.truth_panels import slot_panels
 from console.views.common import (
     HtmxHttpRequest,
     add_rejection,
@@ -44,7 +45,7 @@ from memories.core.normalize import value_key
 from memories.errors import NotFound, Rejected
 from memories.lookups import readable_fact
 from memories.merges import merge_target_id, visible_entity
-from memories.models import Bucket, ConflictMember, Fact, Outcome, Scope
+from memories.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
 from memories.roles import is_steward_of
 from memories.selectors import supersession_chain
 
@@ -312,5 +313,10 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
         "pending": pending,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,
         "merged_here": entity.merges_into.in_force().select_related("entity"),
+        "slots": slot_panels(
+            TruthSlot.objects.filter(scope_id=entity.scope_id, subject=entity)
+            .select_related("predicate")
+            .order_by("predicate__name")
+        ),
     }
     return render(request, "console/subject.html", context)
