@@ -1,13 +1,29 @@
-// Keyboard use of the console's queues: j / k move between items, Enter opens
-// the focused one (a real link, so the browser does it), x ticks its
-// checkbox, / jumps to the search or first filter. Loaded from static, so the
-// CSP needs no inline script. Everything here is an extra: without it every
-// row is still a link and every action a form.
+// Keyboard use of the console. Loaded from static, so the CSP needs no inline
+// script. Everything here is an extra: without it every row is still a link
+// and every action a form.
+//
+// Moving: j / k between the items of a queue ([data-queue-item]), Enter opens
+// the focused one (a real link, so the browser does it), x ticks its checkbox,
+// / jumps to the search or first filter, ? opens the list of keys.
+//
+// Acting (the shared convention): an element carrying data-key="<key>" starts
+// an action. On a <details> the key opens it and focuses its first field. On a
+// <button> or <a> the key clicks it, except when the button's form still has
+// an empty reason field: then the key focuses that field and "arms" the
+// button, and Ctrl+Enter in the field clicks it. Inside a queue, a [data-key]
+// in the current row wins over one elsewhere on the page. Keys never fire
+// while typing in a field; Ctrl+Enter (or Cmd+Enter) submits the field's form.
 (function () {
   "use strict";
 
+  var FIELDS = "textarea, input:not([type=hidden]):not([type=checkbox]):not([type=radio]):not([type=submit]), select";
+
+  function toArray(list) {
+    return Array.prototype.slice.call(list);
+  }
+
   function items() {
-    return Array.prototype.slice.call(document.querySelectorAll("[data-queue-item]"));
+    return toArray(document.querySelectorAll("[data-queue-item]"));
   }
 
   function current(list) {
@@ -25,14 +41,94 @@
     item.scrollIntoView({ block: "nearest" });
   }
 
-  function typing(event) {
-    var t = event.target;
-    var tag = t && t.tagName;
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable);
+  function typing(target) {
+    var tag = target && target.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
+  }
+
+  function shown(element) {
+    if (element.closest("[hidden]") || element.disabled) return false;
+    // A button inside a closed <details> is not on screen; its <summary> is.
+    var details = element.parentElement && element.parentElement.closest("details:not([open])");
+    return !details || details.querySelector("summary") === element;
+  }
+
+  // The element a key starts: in the current queue row first, else one that
+  // belongs to no row (a row's button never fires from outside its row).
+  function actionFor(key) {
+    var all = toArray(document.querySelectorAll("[data-key]")).filter(function (element) {
+      return element.getAttribute("data-key") === key && shown(element);
+    });
+    var list = items();
+    var index = current(list);
+    if (index >= 0) {
+      var row = list[index];
+      var inRow = all.filter(function (element) { return row.contains(element); });
+      if (inRow.length) return inRow[0];
+    }
+    var loose = all.filter(function (element) { return !element.closest("[data-queue-item]"); });
+    return loose[0] || null;
+  }
+
+  function emptyField(form) {
+    if (!form) return null;
+    return toArray(form.querySelectorAll("textarea, input[type=text]")).filter(function (field) {
+      return !field.disabled && !field.readOnly && field.value.trim() === "";
+    })[0] || null;
+  }
+
+  function disarm() {
+    toArray(document.querySelectorAll(".is-armed")).forEach(function (button) {
+      button.classList.remove("is-armed");
+    });
+  }
+
+  function start(element) {
+    if (element.tagName === "DETAILS") {
+      element.open = true;
+      var first = element.querySelector(FIELDS);
+      (first || element.querySelector("summary")).focus();
+      return;
+    }
+    var field = element.tagName === "BUTTON" ? emptyField(element.form) : null;
+    if (field) {
+      disarm();
+      element.classList.add("is-armed");
+      field.focus();
+      return;
+    }
+    element.click();
+  }
+
+  function submitFrom(field) {
+    var form = field.form || field.closest("form");
+    if (!form) return false;
+    var armed = form.querySelector("button.is-armed");
+    var submitter = armed || form.querySelector("button[type=submit], button:not([type]), input[type=submit]");
+    // A click, not requestSubmit(): htmx sends the name/value of the button it
+    // saw clicked (Admit or Reject), as the browser does without JavaScript.
+    if (submitter) {
+      submitter.click();
+    } else if (form.requestSubmit) {
+      form.requestSubmit();
+    } else {
+      form.submit();
+    }
+    return true;
+  }
+
+  function helpDialog() {
+    return document.getElementById("keys-help");
   }
 
   document.addEventListener("keydown", function (event) {
-    if (event.altKey || event.ctrlKey || event.metaKey || typing(event)) return;
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && typing(event.target)) {
+      if (submitFrom(event.target)) event.preventDefault();
+      return;
+    }
+    if (event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) return;
+    var dialog = helpDialog();
+    if (dialog && dialog.open) return; // the dialog has its own keys: Esc, Tab, Enter
     var list = items();
     var index = current(list);
     if (event.key === "j" || event.key === "k") {
@@ -45,12 +141,24 @@
       var box = list[index].querySelector("input[type=checkbox]");
       if (box) {
         box.checked = !box.checked;
+        box.dispatchEvent(new Event("change", { bubbles: true }));
         event.preventDefault();
       }
     } else if (event.key === "/") {
       var search = document.querySelector("input[type=search], form.filters input, form.filters select");
       if (search) {
         search.focus();
+        event.preventDefault();
+      }
+    } else if (event.key === "?") {
+      if (dialog && dialog.showModal) {
+        dialog.showModal();
+        event.preventDefault();
+      }
+    } else if (event.key.length === 1) {
+      var action = actionFor(event.key);
+      if (action) {
+        start(action);
         event.preventDefault();
       }
     }
@@ -60,6 +168,13 @@
   document.addEventListener("focusin", function (event) {
     items().forEach(function (item) {
       item.classList.toggle("is-current", item.contains(event.target));
+    });
+  });
+
+  // A button armed by its key stays armed only while focus is in its form.
+  document.addEventListener("focusin", function (event) {
+    toArray(document.querySelectorAll(".is-armed")).forEach(function (button) {
+      if (!button.form || !button.form.contains(event.target)) button.classList.remove("is-armed");
     });
   });
 })();

@@ -65,9 +65,8 @@ class Watched:
     """A browser context whose pages record console errors and uncaught exceptions."""
 
     def __init__(self, browser, base_url: str, **options) -> None:
-        self.context = browser.new_context(
-            base_url=base_url, viewport={"width": 1280, "height": 900}, **options
-        )
+        options = {"viewport": {"width": 1280, "height": 900}, **options}
+        self.context = browser.new_context(base_url=base_url, **options)
         self.context.set_default_timeout(10_000)
         self.errors: list[str] = []
         self.page = self.context.new_page()
