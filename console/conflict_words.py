@@ -9,8 +9,8 @@ from memories.models import ConflictKind
 
 KIND_EXPLANATIONS: dict[str, str] = {
     ConflictKind.COMMITMENT: (
-        "A commitment is involved. A commitment is never overruled silently, "
-        "so both stand until a steward rules."
+        "A commitment is involved, and a commitment is never overruled "
+        "silently: both stand until a steward rules."
     ),
     ConflictKind.BACKDATED: (
         "The newer claim says it began before the standing one, so it cannot "

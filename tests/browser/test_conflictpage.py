@@ -96,8 +96,8 @@ def test_exclusion_group_conflicts_on_two_subjects_read_differently_and_kinds_ar
         title,
         re.I,
     )
-    assert "never overruled" in page.locator("p.kind-explanation").inner_text()
-    assert "exclude each other" in page.locator("p.kind-explanation").inner_text()
+    assert "never overruled" in page.locator("p.conflict-why").inner_text()
+    assert "exclude each other" in page.locator("p.conflict-why").inner_text()
 
 
 # --- problem 4: one comparison table ---------------------------------------------------------
