@@ -326,8 +326,12 @@ def test_truth_slot_panels_show_values_rationale_and_stale_on_subject_and_confli
     mark_slots_stale(conflict.predicate_id, "the predicate's cardinality changed")
     page = open_browser().page
     sign_in(page, "stella")
-    for url in (f"/subjects/{conflict.subject_id}/", f"/conflicts/{conflict.pk}/"):
+    for name, url in [
+        ("subject", f"/subjects/{conflict.subject_id}/"),
+        ("conflict-slot", f"/conflicts/{conflict.pk}/"),
+    ]:
         page.goto(url)
+        photograph(page, name)
         panel = page.locator("article.slot-panel")
         assert panel.count() == 1
         text = panel.inner_text()
