@@ -2,9 +2,11 @@
 the filter URLs, errors that never wipe the page, status messages after htmx actions,
 the styled error pages and no sideways scrolling at phone width."""
 
+import contextlib
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from admissions.actions import record_verdict
 from admissions.selectors import fact_status
@@ -128,3 +130,99 @@ def test_the_key_list_fits_a_phone(open_browser, facts):
     page.keyboard.press("?")
     page.get_by_role("dialog", name="Keyboard").wait_for()
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+# --- 2. filter URLs --------------------------------------------------------------------------
+
+FILTERED_PAGES = ["/conflicts/", "/candidates/", "/facts/", "/challenges/", "/audit/", "/entities/"]
+
+# The filter form's fields and the address's query, each as sorted [name, value] pairs.
+FORM_QUERY = """() => {
+  const form = document.querySelector('form.filters');
+  return [...new FormData(form).entries()].map(([k, v]) => [k, String(v)]).sort();
+}"""
+URL_QUERY = "() => [...new URLSearchParams(location.search).entries()].sort()"
+
+
+@pytest.fixture
+def busy(member, steward, facts):
+    write(
+        steward,
+        "api-layer",
+        "core/decided-against",
+        "GraphQL",
+        "decision-record",
+        epistemic="commitment",
+        evidence=[{"ref": "ADR-12", "quote": "We will not adopt GraphQL."}],
+    )
+    write(member, "api-layer", "core/prefers", "GraphQL")
+    return facts
+
+
+def filter_changes(page) -> list:
+    """Three to five changes of the filter form, as (locator, value or None for Enter)."""
+    form = page.locator("form.filters")
+    changes = []
+    selects = [s for s in form.locator("select").all() if s.locator("option").count() > 1]
+    for select in selects[:2]:
+        values = select.locator("option").evaluate_all("options => options.map(o => o.value)")
+        changes.append((select, values[-1]))
+        changes.append((select, values[1]))
+    texts = form.locator("input[type=search], input[type=text]").all()
+    if texts:
+        changes.append((texts[0], "a"))
+        changes.append((texts[0], "ap"))
+    if selects:
+        values = selects[0].locator("option").evaluate_all("options => options.map(o => o.value)")
+        changes.append((selects[0], values[0]))
+    return changes
+
+
+def same_query(page, why: str) -> None:
+    """The address's query equals the filter form, once htmx has settled (3 s at most)."""
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            f"() => JSON.stringify(({URL_QUERY})()) === JSON.stringify(({FORM_QUERY})())",
+            timeout=3000,
+        )
+    url, form = page.evaluate(URL_QUERY), page.evaluate(FORM_QUERY)
+    assert url == form, f"{why}: address {url}, form {form}"
+
+
+@pytest.mark.parametrize("path", FILTERED_PAGES)
+def test_the_address_always_equals_the_filters_on_screen(open_browser, busy, path):
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto(path)
+    target = page.locator("form.filters").get_attribute("hx-target")
+    changes = filter_changes(page)
+    assert len(changes) >= 3, f"{path}: too few filters to exercise"
+    for field, value in changes:
+        with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+            if field.evaluate("e => e.tagName") == "SELECT":
+                field.select_option(value)
+            else:
+                field.fill(value)
+                field.press("Enter")
+        same_query(page, f"{path} after {value!r}")
+    page.wait_for_load_state("networkidle")
+    shown = page.locator(target).inner_text()
+    on_screen = page.evaluate(FORM_QUERY)
+    page.reload()
+    assert page.evaluate(FORM_QUERY) == on_screen
+    assert page.locator(target).inner_text() == shown
+
+
+@pytest.mark.parametrize("path", FILTERED_PAGES)
+def test_without_javascript_the_filters_are_the_address_too(open_browser, busy, path):
+    page = open_browser(java_script_enabled=False).page
+    sign_in(page, "stella")
+    page.goto(path)
+    for field, value in filter_changes(page)[:3]:
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+        page.get_by_role("button", name="Apply filters").click()
+        page.wait_for_load_state()
+        same_query(page, f"{path} after {value!r}")
