@@ -226,3 +226,107 @@ def test_without_javascript_the_filters_are_the_address_too(open_browser, busy, 
         page.get_by_role("button", name="Apply filters").click()
         page.wait_for_load_state()
         same_query(page, f"{path} after {value!r}")
+
+
+# --- 3. errors never wipe the page -----------------------------------------------------------
+
+
+def the_layout_is_still_there(page) -> None:
+    assert page.get_by_role("navigation", name="Main").is_visible()
+    assert page.evaluate("getComputedStyle(document.querySelector('.site-header')).display") == (
+        "flex"
+    )
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_whitespace_ground_on_challenge_is_an_error_beside_the_field(
+    open_browser, facts, member, settings, javascript
+):
+    settings.DEBUG = True  # as under `make run`, where django-htmx's DEBUG helper is loaded
+    page = open_browser(java_script_enabled=javascript, expect_statuses=[400]).page
+    sign_in(page, "mira")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why is it wrong?").fill("   ")
+    page.get_by_label("Evidence").fill("CHANGELOG.md")
+    page.get_by_role("button", name="Challenge", exact=True).click()
+    field = page.locator(".field.has-error").filter(has=page.get_by_label("Why is it wrong?"))
+    field.locator(".error").wait_for()
+    the_layout_is_still_there(page)
+    page.get_by_role("heading", level=1).wait_for()
+    if javascript:
+        assert page.evaluate("document.activeElement.id") == page.get_by_label(
+            "Why is it wrong?"
+        ).get_attribute("id")
+    assert fact_status(facts["admitted"]).status == "admitted"
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_batch_review_with_nothing_ticked_is_an_error_on_the_same_page(
+    open_browser, facts, settings, javascript
+):
+    settings.DEBUG = True
+    page = open_browser(java_script_enabled=javascript, expect_statuses=[400]).page
+    sign_in(page, "stella")
+    page.goto("/candidates/")
+    page.get_by_label("Ground for all selected").fill("not enough")
+    page.get_by_role("button", name="Reject selected").click()
+    page.get_by_text("Select at least one candidate.").wait_for()
+    the_layout_is_still_there(page)
+    assert page.get_by_role("checkbox").count() == 2
+    if javascript:
+        assert page.evaluate("document.activeElement !== document.body")
+    assert {fact_status(fact).status for fact in facts["candidates"]} == {"candidate"}
+
+
+# --- 4. every htmx action says what it did -----------------------------------------------------
+
+
+def said(page, words: str) -> None:
+    """The words are in the status region, announced (role=status), and focus is not lost."""
+    region = page.locator("#messages")
+    region.get_by_text(words).wait_for()
+    assert region.get_attribute("role") == "status"
+    assert region.get_attribute("aria-live") == "polite"
+    page.wait_for_function("() => document.activeElement !== document.body")
+    assert page.evaluate("document.activeElement.tagName") != "BODY"
+
+
+def test_htmx_challenge_refute_admit_and_batch_review_say_what_they_did(
+    open_browser, facts, member
+):
+    member_page = open_browser().page
+    sign_in(member_page, "mira")
+    member_page.goto(f"/facts/{facts['admitted'].pk}/")
+    member_page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
+    member_page.get_by_label("Evidence").fill("CHANGELOG.md | 3.0.0 released")
+    member_page.get_by_role("button", name="Challenge", exact=True).click()
+    said(member_page, "Challenge filed")
+
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why the fact stands").fill("2.0.0 is what runs")
+    page.get_by_role("button", name="Refute").click()
+    said(page, "Challenge refuted")
+
+    page.goto(f"/facts/{facts['candidates'][0].pk}/")
+    page.get_by_label("Ground").fill("seen in docker-compose.yml")
+    page.get_by_role("button", name="Admit", exact=True).click()
+    said(page, "Admitted:")
+
+    page.goto("/candidates/")
+    page.get_by_role("checkbox").first.check()
+    page.get_by_label("Ground for all selected").fill("one session is not enough")
+    page.get_by_role("button", name="Reject selected").click()
+    said(page, "Rejected 1 of 1 selected candidates.")
+
+
+def test_the_status_message_fits_a_phone(open_browser, facts, member):
+    page = open_browser(viewport={"width": 390, "height": 844}).page
+    sign_in(page, "mira")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
+    page.get_by_label("Evidence").fill("https://example.com/" + "a-very-long-path/" * 12)
+    page.get_by_role("button", name="Challenge", exact=True).click()
+    said(page, "Challenge filed")
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
