@@ -44,9 +44,7 @@ def test_the_405_page_also_answers_a_visitor_who_is_not_signed_in(client, world)
     assert "This address is an action" in response.content.decode()
 
 
-def test_a_fact_outside_the_viewers_scopes_is_a_styled_404_that_leaks_nothing(
-    as_outsider, world
-):
+def test_a_fact_outside_the_viewers_scopes_is_a_styled_404_that_leaks_nothing(as_outsider, world):
     response = as_outsider.get(reverse("fact", args=[world.admitted.pk]))
     assert response.status_code == 404
     html = response.content.decode()
@@ -118,9 +116,7 @@ def test_an_htmx_verdict_and_a_batch_review_say_what_they_did(as_steward, world)
     assert 'id="messages" hx-swap-oob' in html
 
 
-def test_a_refused_htmx_input_is_the_fragment_with_its_error_and_writes_nothing(
-    as_member, world
-):
+def test_a_refused_htmx_input_is_the_fragment_with_its_error_and_writes_nothing(as_member, world):
     url = reverse("fact-challenge", args=[world.admitted.pk])
     response = as_member.post(url, {"ground": "   ", "evidence": ""}, **HTMX)
     assert response.status_code == 400
