@@ -4,14 +4,18 @@ the styled error pages and no sideways scrolling at phone width."""
 
 import contextlib
 import re
+from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from admissions.actions import record_verdict
 from admissions.selectors import fact_status
 from memories.actions import assert_fact
-from tests.browser.conftest import needs_browser, sign_in
+from tests.browser.conftest import PASSWORD, SCREENSHOTS, needs_browser, sign_in
+from tests.browser.test_console import demo_pages
 
 pytestmark = [
     pytest.mark.browser,
@@ -330,3 +334,45 @@ def test_the_status_message_fits_a_phone(open_browser, facts, member):
     page.get_by_role("button", name="Challenge", exact=True).click()
     said(page, "Challenge filed")
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+# --- 5 and 6. every page at phone width; the error pages ------------------------------------
+
+
+def all_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+    ]
+
+
+def sideways(page) -> int:
+    """How far the page scrolls sideways (0: not at all)."""
+    return page.evaluate("document.documentElement.scrollWidth - innerWidth")
+
+
+def test_no_page_scrolls_sideways_at_390_px_and_axe_finds_nothing(open_browser):
+    call_command("seed_demo", stdout=StringIO())
+    steward = User.objects.get(username="steward")
+    steward.set_password(PASSWORD)
+    steward.save()
+    watched = open_browser(viewport={"width": 390, "height": 844}, expect_statuses=[404, 405])
+    page = watched.page
+    sign_in(page, "steward")
+    extra = [("health", "/health/"), ("404", "/no-such-page/")]
+    pages = [*demo_pages(), *extra, ("405", demo_pages()[2][1] + "resolve")]
+    wide, problems = {}, {}
+    for name, url in pages:
+        page.goto(url)
+        page.get_by_role("heading", level=1).wait_for()
+        if sideways(page) > 0:
+            wide[name] = sideways(page)
+        found = all_violations(page)
+        if found:
+            problems[name] = found
+        page.screenshot(path=SCREENSHOTS / f"feedback-{name}-390.png", full_page=True)
+    assert wide == {}, f"pages that scroll sideways at 390 px (by px): {wide}"
+    assert problems == {}
