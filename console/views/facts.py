@@ -11,6 +11,7 @@ steward) — are plain forms; with htmx the status panel is swapped in place.
 from typing import Any
 from uuid import UUID
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
@@ -172,8 +173,9 @@ def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
-    """htmx: the refreshed status panel in place; otherwise post/redirect/get."""
+    """htmx: the refreshed status panel and the message; otherwise post/redirect/get."""
     if request.htmx:
+        messages.success(request, message)
         fresh = readable_fact(request.user, found.pk)
         context = _fact_context(request.user, fresh)
         return render(request, "console/fact.html#fact-status", context)

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Count, Min, QuerySet
@@ -166,6 +167,15 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
     return outcomes
 
 
+def _review_summary(verdict: str, outcomes: list[ReviewItem]) -> str:
+    """What a batch review did, in words for the status region."""
+    word = "Admitted" if verdict == "admitted" else "Rejected"
+    done = sum(1 for o in outcomes if o.applied)
+    refused = len(outcomes) - done
+    summary = f"{word} {done} of {len(outcomes)} selected candidates"
+    return f"{summary}; {refused} not reviewed, see why below." if refused else f"{summary}."
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
@@ -184,6 +194,7 @@ def candidates_queue(request: HtmxHttpRequest) -> HttpResponse:
         batch = BatchReviewForm(request.POST)
         if batch.is_valid():
             outcomes = _review(request, batch)
+            messages.success(request, _review_summary(batch.cleaned_data["verdict"], outcomes))
             batch = BatchReviewForm()
         else:
             status = 400
