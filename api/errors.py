@@ -264,8 +264,10 @@ def json_not_allowed(view: Callable) -> Callable:
 
 # --- Django's own error answers ------------------------------------------------------
 # Some refusals happen before any view: the Host check (CommonMiddleware) or an
-# exception in a middleware. Django answers those with handler400 and
-# handler500 (claimgraph_site.urls), which under /api/v1/ answer in JSON too.
+# exception in a middleware, or outside the API's handlers (a console Http404).
+# Django answers those with handler400/403/404/500 (claimgraph_site.urls),
+# which under /api/v1/ answer in JSON too and elsewhere render the console's
+# styled pages (templates/403.html, 404.html).
 # With DEBUG on, Django shows its technical pages instead and calls neither.
 
 
@@ -273,6 +275,20 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path_info.startswith(API_PREFIX):
         return error(request, 400, "bad_request", "the request is malformed")
     return defaults.bad_request(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A 404 raised outside the API's own handlers: JSON under /api/v1/, else 404.html."""
+    if request.path_info.startswith(API_PREFIX):
+        return error(request, 404, "not_found", "not found")
+    return defaults.page_not_found(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A PermissionDenied outside the API's own handlers: JSON under /api/v1/, else 403.html."""
+    if request.path_info.startswith(API_PREFIX):
+        return error(request, 403, "forbidden", "not allowed")
+    return defaults.permission_denied(request, exception)
 
 
 def server_error_page(request: HttpRequest) -> HttpResponse:

@@ -1,6 +1,7 @@
 """The console's middleware, passed over by requests to the JSON API.
 
-Sessions, the signed-in user, flash messages, htmx details and static files
+Sessions, the signed-in user, flash messages, htmx details (and the status
+messages htmx answers carry), the styled 405 page and static files
 serve the console's pages only. The API authenticates by bearer token alone
 and never reads a session, a cookie or ``request.user`` (``api.auth``),
 so for a request under ``/api/v1/`` each of these hands the request straight
@@ -30,6 +31,8 @@ from django_htmx.middleware import HtmxMiddleware as _Htmx
 from whitenoise.middleware import WhiteNoiseMiddleware as _WhiteNoise
 
 from api import API_PREFIX
+from console.middleware import HtmxMessagesMiddleware as _HtmxMessages
+from console.middleware import MethodNotAllowedPageMiddleware as _NotAllowedPage
 
 
 def _console_only(middleware: type) -> type:
@@ -73,3 +76,5 @@ SessionMiddleware = _console_only(_Sessions)
 AuthenticationMiddleware = _console_only(_Authentication)
 MessageMiddleware = _console_only(_Messages)
 HtmxMiddleware = _console_only(_Htmx)
+HtmxMessagesMiddleware = _console_only(_HtmxMessages)
+MethodNotAllowedPageMiddleware = _console_only(_NotAllowedPage)

@@ -76,6 +76,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "claimgraph_site.middleware.HtmxMiddleware",
+    "claimgraph_site.middleware.HtmxMessagesMiddleware",
+    "claimgraph_site.middleware.MethodNotAllowedPageMiddleware",
     "claimgraph_site.request_limits.RequestLimitsMiddleware",
     "axes.middleware.AxesMiddleware",
 ]

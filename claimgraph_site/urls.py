@@ -19,6 +19,8 @@ urlpatterns = [
 ]
 
 # Django's answers to a request refused before any view (a bad Host header) or
-# failing outside one: JSON under /api/v1/, Django's own pages elsewhere.
+# failing outside one: JSON under /api/v1/, the console's styled pages elsewhere.
 handler400 = "api.errors.bad_request"
+handler403 = "api.errors.permission_denied"
+handler404 = "api.errors.page_not_found"
 handler500 = "api.errors.server_error_page"

@@ -227,6 +227,9 @@ class ResolveForm(StorableTextForm):
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why: a ruling needs a reason."},
     )
+    # The filters of the queue the steward came from, so the ruling lands on
+    # that queue's next item (console.views.conflicts).
+    queue = forms.CharField(required=False, max_length=2000, widget=forms.HiddenInput)
 
     def clean(self):
         data = super().clean()

@@ -6,14 +6,19 @@ and passes ``now``; :func:`layout` returns plain numbers and strings that the
 template turns into SVG elements, so the markup stays in a template (and is
 escaped there) while every coordinate can be tested as data.
 
-What it draws, one lane per value (the object), lanes in the order the
-values were first recorded so no candidate is favoured by its position:
+What it draws, one lane per value (the object; across an exclusion group the
+predicate and the object), lanes in the order the values were first recorded
+so no candidate is favoured by its position. Each lane's label (the value,
+shortened past ``LABEL_CHARS`` with the whole of it in a tooltip) sits above
+its bars, so the time axis has the full width and a narrow screen can scale
+the picture down without clipping it:
 
 - a bar from ``t_valid`` to ``t_invalid`` (or to now, still valid);
 - how a closed interval ended: superseded (a dashed link to the lane of the
   fact that replaced it), invalidated or withdrawn (a cross);
 - the open conflict: a vertical line when it opened, and its members' bars
-  outlined;
+  outlined, every member alike (equal weight: which member is disputed is
+  said in its tooltip, not drawn);
 - the effective confidence over the visible time as a shaded curve inside the
   bar (its height is the confidence), so decay by disuse can be seen.
 """
@@ -25,12 +30,15 @@ from datetime import UTC, datetime, timedelta
 from memories.core.confidence import effective_confidence
 
 WIDTH = 760
-LABEL_WIDTH = 150
+PLOT_LEFT = 10
 RIGHT_PAD = 16
 TOP = 8
-LANE_HEIGHT = 34
-BAR_HEIGHT = 24
-AXIS_HEIGHT = 30
+LANE_HEIGHT = 54
+# The label's line at the top of each lane, the bar below it.
+LABEL_HEIGHT = 26
+BAR_HEIGHT = 22
+LABEL_CHARS = 60
+AXIS_HEIGHT = 36
 CURVE_SAMPLES = 24
 TICKS = 5
 
@@ -58,6 +66,8 @@ class Span:
     confidence: float
     last_reinforced_at: datetime
     decays: bool
+    # The source type's name, for the tooltip.
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,11 @@ class Link:
 @dataclass(frozen=True)
 class Lane:
     label: str
+    # The label as drawn: shortened past LABEL_CHARS (the whole one is its tooltip).
+    short: str
     y: float
     height: float
+    text_x: float
     text_y: float
 
 
@@ -139,7 +152,7 @@ def layout(
     # calendar's ends the room is on the other side only).
     padding = max((last - first) * 0.04, timedelta(hours=1))
     first, last = _moved(first, -padding), _moved(last, padding)
-    plot_left, plot_right = LABEL_WIDTH, WIDTH - RIGHT_PAD
+    plot_left, plot_right = PLOT_LEFT, WIDTH - RIGHT_PAD
     seconds = (last - first).total_seconds()
 
     def x_of(moment: datetime) -> float:
@@ -149,13 +162,15 @@ def layout(
     lanes = tuple(
         Lane(
             label=value,
+            short=_shortened(value),
             y=TOP + i * LANE_HEIGHT,
             height=LANE_HEIGHT,
-            text_y=TOP + i * LANE_HEIGHT + LANE_HEIGHT / 2 + 4,
+            text_x=PLOT_LEFT,
+            text_y=TOP + i * LANE_HEIGHT + LABEL_HEIGHT - 5,
         )
         for i, value in enumerate(values)
     )
-    bar_top = {lane.label: lane.y + (LANE_HEIGHT - BAR_HEIGHT) / 2 for lane in lanes}
+    bar_top = {lane.label: lane.y + LABEL_HEIGHT for lane in lanes}
     by_id = {span.fact_id: span for span in spans}
 
     bars = []
@@ -201,7 +216,7 @@ def layout(
         Tick(
             x=x_of(moment),
             label=_tick_label(moment, last - first),
-            label_y=axis_y + 18,
+            label_y=axis_y + 24,
             mark_y2=axis_y + 5,
         )
         for moment in (first + (last - first) * (i + 0.5) / TICKS for i in range(TICKS))
@@ -263,12 +278,18 @@ def _minute(moment: datetime) -> str:
     return moment.isoformat(" ", "minutes")[:16]
 
 
+def _shortened(label: str) -> str:
+    return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1].rstrip() + "…"
+
+
 def _title(span: Span) -> str:
     period = f"valid from {_minute(span.start)}"
     period += f" to {_minute(span.end)}" if span.end else ", still valid"
+    source = f" (from {span.source})" if span.source else ""
     ended = f", {span.ended_as}" if span.ended_as else ""
+    member = ", in this conflict" if span.in_conflict else ""
     disputed = ", disputed" if span.disputed else ""
-    return f"{span.value}: {period}{ended}{disputed}"
+    return f"{span.value}{source}: {period}{ended}{member}{disputed}"
 
 
 def _tick_label(moment: datetime, extent: timedelta) -> str:

@@ -24,6 +24,7 @@ urlpatterns = [
     path("conflicts/", conflicts.conflicts, name="conflicts"),
     path("conflicts/<uuid:conflict_id>/", conflicts.conflict, name="conflict"),
     path("conflicts/<uuid:conflict_id>/resolve", conflicts.resolve, name="conflict-resolve"),
+    path("conflicts/<uuid:conflict_id>/advice", conflicts.advise, name="conflict-advice"),
     path("facts/", facts.facts, name="facts"),
     path("facts/<uuid:fact_id>/", facts.fact, name="fact"),
     path("facts/<uuid:fact_id>/verdict", facts.verdict, name="fact-verdict"),

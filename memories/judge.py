@@ -21,20 +21,26 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.tasks import task
 from django.utils import timezone
 
+from memories.actions import may_resolve
 from memories.adjudicator import (
     AdjudicationRequest,
     Adjudicator,
+    Answer,
     adjudicate_claim_set,
     configured_adjudicator,
+    memoized_verdict,
 )
 from memories.apply import apply
 from memories.core.effects import MemberState, resolution_effects
-from memories.core.truth import Claim, claim_set_hash
+from memories.core.truth import Claim, claim_set_hash, decide_slot
 from memories.core.verdicts import Verdict, may_act
+from memories.errors import Forbidden, StateConflict
+from memories.lookups import visible_conflict
 from memories.models import Conflict
 from memories.slots import lock_predicate_slot
 from memories.tasks import recompute_on_commit
@@ -102,22 +108,8 @@ def _judge_one(
     if len(claims) < 2:
         return judgement(None, "fewer than two live members: nothing to judge")
     digest = claim_set_hash(claim.fact_id for claim in claims)
-    request = AdjudicationRequest(
-        subject=conflict.subject.name,
-        predicate=predicate_spec(conflict.predicate),
-        predicate_description=conflict.predicate.description,
-        claims=tuple(claims),
-        claim_set_hash=digest,
-    )
     # Asked outside any transaction: a slow model holds up no writer.
-    answer = adjudicate_claim_set(
-        adjudicator,
-        request,
-        scope_id=conflict.scope_id,
-        subject_id=conflict.subject_id,
-        predicate_id=conflict.predicate_id,
-        now=now or timezone.now(),
-    )
+    answer = _ask(conflict, claims, adjudicator, now or timezone.now())
     verdict = answer.verdict
     if verdict is None:
         return judgement(None, f"no verdict ({answer.problem})")
@@ -128,6 +120,131 @@ def _judge_one(
     if not may_act(verdict, min_confidence, conflict_kind=conflict.kind):
         return judgement(verdict, "not acted on (needs a human)")
     return judgement(verdict, _resolve(conflict, verdict, digest, now))
+
+
+def _ask(
+    conflict: Conflict, claims: list[Claim], adjudicator: Adjudicator, now: datetime
+) -> Answer:
+    """The memo's or the adjudicator's answer on the conflict's claim set ``claims``."""
+    request = AdjudicationRequest(
+        subject=conflict.subject.name,
+        predicate=predicate_spec(conflict.predicate),
+        predicate_description=conflict.predicate.description,
+        claims=tuple(claims),
+        claim_set_hash=claim_set_hash(claim.fact_id for claim in claims),
+    )
+    return adjudicate_claim_set(
+        adjudicator,
+        request,
+        scope_id=conflict.scope_id,
+        subject_id=conflict.subject_id,
+        predicate_id=conflict.predicate_id,
+        now=now,
+    )
+
+
+# --- advice for a steward, on request -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What the adjudicator (or, without a verdict, the predicate's policy) says of a conflict.
+
+    Deliberately without the verdict's winner: advice shown to a steward
+    names no candidate to pick (SPEC §3: no winner is pre-selected); its
+    rationale, in the adjudicator's own words, is all it says about them.
+    """
+
+    # "adjudicator" (a verdict, ``verdict`` and ``confidence`` set), "policy"
+    # (no verdict: the predicate's deterministic policy), or "nothing" (no
+    # claim set an adjudicator could weigh).
+    source: str
+    rationale: str
+    verdict: str = ""
+    confidence: float | None = None
+    model: str = ""
+    # A verdict found in the memo: no model was asked this time.
+    memoized: bool = False
+    # Why there is no verdict (the adjudicator is not configured, timed out, ...).
+    problem: str = ""
+
+
+def ask_adjudicator(
+    *,
+    actor: User,
+    conflict_id: object,
+    adjudicator: Adjudicator | None = None,
+    now: datetime | None = None,
+) -> Advice:
+    """A steward asks for advice on an open conflict: the memo, else the adjudicator, else policy.
+
+    Only someone who may rule on the conflict may ask (``Forbidden``
+    otherwise); a conflict the actor may not see is ``NotFound``. A verdict
+    is memoized like the judge's (an unchanged claim set never asks the model
+    twice); nothing is resolved. The model is asked outside any transaction.
+    """
+    conflict = visible_conflict(actor, conflict_id)
+    if not conflict.is_open:
+        raise StateConflict("this conflict is already resolved: there is nothing to advise on")
+    if not may_resolve(actor, conflict):
+        raise Forbidden("only a steward of the scope may ask the adjudicator")
+    now = now or timezone.now()
+    claims = _member_claims(conflict, now)
+    if len(claims) < 2:
+        return _no_claim_set()
+    answer = _ask(conflict, claims, adjudicator or configured_adjudicator(), now)
+    return _advice(conflict, claims, answer.verdict, answer.memoized, answer.problem, now)
+
+
+def advice_on(conflict: Conflict, *, now: datetime | None = None) -> Advice:
+    """The advice already at hand for ``conflict``: the memoized verdict, else the policy's.
+
+    Never asks a model (a page view may call it): what ``ask_adjudicator``
+    stored is found here.
+    """
+    now = now or timezone.now()
+    claims = _member_claims(conflict, now)
+    if len(claims) < 2:
+        return _no_claim_set()
+    verdict = memoized_verdict(claim_set_hash(claim.fact_id for claim in claims))
+    if configured_adjudicator().consults_model:
+        problem = "the adjudicator has given no verdict on this claim set"
+    else:
+        problem = "no adjudicator is configured"
+    return _advice(conflict, claims, verdict, True, problem, now)
+
+
+def _advice(
+    conflict: Conflict,
+    claims: list[Claim],
+    verdict: Verdict | None,
+    memoized: bool,
+    problem: str,
+    now: datetime,
+) -> Advice:
+    if verdict is not None:
+        return Advice(
+            source="adjudicator",
+            rationale=verdict.rationale,
+            verdict=verdict.kind,
+            confidence=verdict.confidence,
+            model=verdict.model,
+            memoized=memoized,
+        )
+    # No verdict: what the predicate's deterministic policy makes of these claims.
+    outcome = decide_slot(claims, predicate_spec(conflict.predicate), now=now)
+    return Advice(source="policy", rationale=outcome.rationale, problem=problem)
+
+
+def _no_claim_set() -> Advice:
+    return Advice(
+        source="nothing",
+        rationale=(
+            "fewer than two of its members are live shared claims of one predicate "
+            "(a conflict across an exclusion group, or among private facts): "
+            "there is no claim set for the adjudicator to weigh"
+        ),
+    )
 
 
 def _member_claims(conflict: Conflict, now: datetime) -> list[Claim]:

@@ -425,10 +425,10 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
         """Prefetch each conflict's members as ``candidates``, as a list of conflicts shows them.
 
         In ``ConflictMemberQuerySet.in_order()``, each with what a row shows
-        of it: its fact's object (entity or literal) and source type.
+        of it: its fact's predicate, object (entity or literal) and source type.
         """
         members = ConflictMember.objects.in_order().select_related(
-            "fact__object_ref", "fact__source_type"
+            "fact__predicate", "fact__object_ref", "fact__source_type"
         )
         return self.prefetch_related(
             models.Prefetch("members", queryset=members, to_attr="candidates")

@@ -11,6 +11,7 @@ steward) — are plain forms; with htmx the status panel is swapped in place.
 from typing import Any
 from uuid import UUID
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
@@ -33,6 +34,7 @@ from console.admission_forms import (
     evidence_text,
 )
 from console.explain import explanation_parts
+from console.truth_panels import slot_panels
 from console.views.common import (
     HtmxHttpRequest,
     add_rejection,
@@ -48,7 +50,7 @@ from memories.core.text import MAX_REASON_LENGTH
 from memories.errors import NotFound, Rejected
 from memories.lookups import readable_fact
 from memories.merges import merge_target_id, visible_entity
-from memories.models import Bucket, ConflictMember, Fact, Outcome, Scope
+from memories.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
 from memories.roles import is_steward_of
 from memories.selectors import supersession_chain
 
@@ -196,8 +198,9 @@ def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
-    """htmx: the refreshed status panel in place; otherwise post/redirect/get."""
+    """htmx: the refreshed status panel and the message; otherwise post/redirect/get."""
     if request.htmx:
+        messages.success(request, message)
         fresh = readable_fact(request.user, found.pk)
         context = _fact_context(request.user, fresh)
         return render(request, "console/fact.html#fact-status", context)
@@ -343,5 +346,10 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
         "pending": pending,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,
         "merged_here": entity.merges_into.in_force().select_related("entity"),
+        "slots": slot_panels(
+            TruthSlot.objects.filter(scope_id=entity.scope_id, subject=entity)
+            .select_related("predicate")
+            .order_by("predicate__name")
+        ),
     }
     return render(request, "console/subject.html", context)

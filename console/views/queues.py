@@ -259,6 +259,15 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
 ROW_VERDICTS = [("admitted", "Admit", "a"), ("rejected", "Reject", "r")]
 
 
+def _review_summary(verdict: str, outcomes: list[ReviewItem]) -> str:
+    """What a batch review did, in words for the status region."""
+    word = "Admitted" if verdict == "admitted" else "Rejected"
+    done = sum(1 for o in outcomes if o.applied)
+    refused = len(outcomes) - done
+    summary = f"{word} {done} of {len(outcomes)} selected candidates"
+    return f"{summary}; {refused} not reviewed, see why below." if refused else f"{summary}."
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
@@ -296,6 +305,8 @@ def candidates_queue(request: HtmxHttpRequest) -> HttpResponse:
                     response.status_code = 303
                     return response
                 outcomes = None
+            else:
+                messages.success(request, _review_summary(posted.cleaned_data["verdict"], outcomes))
         elif one:
             status = 400
             row_error = {

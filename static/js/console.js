@@ -171,6 +171,83 @@
     });
   });
 
+  // --- htmx answers: say what happened, keep the focus somewhere sensible -------------
+
+  function region() {
+    return document.getElementById("messages");
+  }
+
+  function say(words, tags) {
+    var where = region();
+    if (!where) return null;
+    var list = document.createElement("ul");
+    list.className = "messages";
+    var item = document.createElement("li");
+    item.className = "message " + tags;
+    item.setAttribute("tabindex", "-1");
+    item.textContent = words;
+    list.appendChild(item);
+    where.replaceChildren(list);
+    return item;
+  }
+
+  function lostFocus() {
+    var active = document.activeElement;
+    return !active || active === document.body || !active.isConnected;
+  }
+
+  function focusHere(element) {
+    if (!element) return false;
+    if (!element.matches("a[href], button, input, select, textarea, [tabindex]")) {
+      element.setAttribute("tabindex", "-1");
+    }
+    element.focus();
+    return true;
+  }
+
+  // The answers the console gives on purpose (a form with its errors, a refusal)
+  // never reach django-htmx's DEBUG helper, which would replace the whole document
+  // with them; a 500 still does, to show Django's technical page. The listener sits
+  // on <html>, so it runs before django-htmx's on the document.
+  document.documentElement.addEventListener("htmx:beforeOnLoad", function (event) {
+    var status = event.detail.xhr && event.detail.xhr.status;
+    if (status === 400 || status === 403 || status === 404) event.stopPropagation();
+  });
+
+  var settled = typeof WeakSet === "function" ? new WeakSet() : null;
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var xhr = event.detail.xhr;
+    if (!xhr || !settled || settled.has(xhr)) return;
+    settled.add(xhr);
+    if (xhr.status === 400) {
+      // The form came back with its errors: focus the first field in error.
+      var scope = event.detail.target && event.detail.target.isConnected ? event.detail.target : document;
+      var field = scope.querySelector("[aria-invalid=true], .has-error textarea, .has-error input, .has-error select");
+      focusHere(field || scope.querySelector(".errorlist, .error"));
+    } else if (lostFocus()) {
+      // The swap took the focused form away: land on what the action did.
+      var message = document.querySelector("#messages .message");
+      focusHere(message || (event.detail.target && event.detail.target.isConnected ? event.detail.target : null));
+    }
+  });
+
+  // An answer htmx does not swap (403, 404, 409, 5xx): its words, in the status region.
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    var words = "That was not done (the server answered " + xhr.status + ").";
+    try {
+      var page = new DOMParser().parseFromString(xhr.responseText, "text/html");
+      var reason = page.querySelector("main [role=alert], main .error");
+      if (reason && reason.textContent.trim()) words = "That was not done: " + reason.textContent.trim();
+    } catch (ignored) { /* keep the plain words */ }
+    focusHere(say(words, "error"));
+  });
+
+  document.addEventListener("htmx:sendError", function () {
+    focusHere(say("The console could not be reached; nothing was done. Try again.", "error"));
+  });
+
   // A button armed by its key stays armed only while focus is in its form.
   document.addEventListener("focusin", function (event) {
     toArray(document.querySelectorAll(".is-armed")).forEach(function (button) {

@@ -75,9 +75,9 @@ def test_steward_keeps_the_commitment_and_the_open_count_drops(open_browser, wor
     before = open_count(page)
     page.get_by_role("link", name="Conflicts", exact=True).click()
     page.get_by_role("link", name=re.compile("^api-layer")).click()
-    decided = page.get_by_role("article").filter(has_text="decision-record")
-    decided.get_by_label(re.compile("^Reason for keeping")).fill("the ADR stands")
-    decided.get_by_role("button", name="Keep this").click()
+    # The comparison table's columns are in recorded order: the decision came first.
+    page.get_by_label("Reason for keeping candidate 1").fill("the ADR stands")
+    page.get_by_role("button", name="Keep this").first.click()
     page.get_by_text("resolved: kept one candidate").wait_for()
     assert open_count(page) == before - 1
     world["newcomer"].refresh_from_db()

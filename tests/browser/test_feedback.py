@@ -2,14 +2,20 @@
 the filter URLs, errors that never wipe the page, status messages after htmx actions,
 the styled error pages and no sideways scrolling at phone width."""
 
+import contextlib
 import re
+from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from admissions.actions import record_verdict
 from admissions.selectors import fact_status
 from memories.actions import assert_fact
-from tests.browser.conftest import needs_browser, sign_in
+from tests.browser.conftest import PASSWORD, SCREENSHOTS, needs_browser, sign_in
+from tests.browser.test_console import demo_pages
 
 pytestmark = [
     pytest.mark.browser,
@@ -129,3 +135,245 @@ def test_the_key_list_fits_a_phone(open_browser, facts):
     page.keyboard.press("?")
     page.get_by_role("dialog", name="Keyboard").wait_for()
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+# --- 2. filter URLs --------------------------------------------------------------------------
+
+FILTERED_PAGES = ["/conflicts/", "/candidates/", "/facts/", "/challenges/", "/audit/", "/entities/"]
+
+# The filter form's fields and the address's query, each as sorted [name, value] pairs.
+FORM_QUERY = """() => {
+  const form = document.querySelector('form.filters');
+  return [...new FormData(form).entries()].map(([k, v]) => [k, String(v)]).sort();
+}"""
+URL_QUERY = "() => [...new URLSearchParams(location.search).entries()].sort()"
+
+
+@pytest.fixture
+def busy(member, steward, facts):
+    write(
+        steward,
+        "api-layer",
+        "core/decided-against",
+        "GraphQL",
+        "decision-record",
+        epistemic="commitment",
+        evidence=[{"ref": "ADR-12", "quote": "We will not adopt GraphQL."}],
+    )
+    write(member, "api-layer", "core/prefers", "GraphQL")
+    return facts
+
+
+def filter_changes(page) -> list:
+    """Three to five changes of the filter form, as (locator, value or None for Enter)."""
+    form = page.locator("form.filters")
+    changes = []
+    selects = [s for s in form.locator("select").all() if s.locator("option").count() > 1]
+    for select in selects[:2]:
+        values = select.locator("option").evaluate_all("options => options.map(o => o.value)")
+        changes.append((select, values[-1]))
+        changes.append((select, values[1]))
+    texts = form.locator("input[type=search], input[type=text]").all()
+    if texts:
+        changes.append((texts[0], "a"))
+        changes.append((texts[0], "ap"))
+    if selects:
+        values = selects[0].locator("option").evaluate_all("options => options.map(o => o.value)")
+        changes.append((selects[0], values[0]))
+    return changes
+
+
+def same_query(page, why: str) -> None:
+    """The address's query equals the filter form, once htmx has settled (3 s at most)."""
+    with contextlib.suppress(PlaywrightTimeout):
+        page.wait_for_function(
+            f"() => JSON.stringify(({URL_QUERY})()) === JSON.stringify(({FORM_QUERY})())",
+            timeout=3000,
+        )
+    url, form = page.evaluate(URL_QUERY), page.evaluate(FORM_QUERY)
+    assert url == form, f"{why}: address {url}, form {form}"
+
+
+@pytest.mark.parametrize("path", FILTERED_PAGES)
+def test_the_address_always_equals_the_filters_on_screen(open_browser, busy, path):
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto(path)
+    target = page.locator("form.filters").get_attribute("hx-target")
+    changes = filter_changes(page)
+    assert len(changes) >= 3, f"{path}: too few filters to exercise"
+    for field, value in changes:
+        with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+            if field.evaluate("e => e.tagName") == "SELECT":
+                field.select_option(value)
+            else:
+                field.fill(value)
+                field.press("Enter")
+        same_query(page, f"{path} after {value!r}")
+    page.wait_for_load_state("networkidle")
+    shown = page.locator(target).inner_text()
+    on_screen = page.evaluate(FORM_QUERY)
+    page.reload()
+    assert page.evaluate(FORM_QUERY) == on_screen
+    assert page.locator(target).inner_text() == shown
+
+
+@pytest.mark.parametrize("path", FILTERED_PAGES)
+def test_without_javascript_the_filters_are_the_address_too(open_browser, busy, path):
+    page = open_browser(java_script_enabled=False).page
+    sign_in(page, "stella")
+    page.goto(path)
+    for field, value in filter_changes(page)[:3]:
+        if field.evaluate("e => e.tagName") == "SELECT":
+            field.select_option(value)
+        else:
+            field.fill(value)
+        page.get_by_role("button", name="Apply filters").click()
+        page.wait_for_load_state()
+        same_query(page, f"{path} after {value!r}")
+
+
+# --- 3. errors never wipe the page -----------------------------------------------------------
+
+
+def the_layout_is_still_there(page) -> None:
+    assert page.get_by_role("navigation", name="Main").is_visible()
+    assert page.evaluate("getComputedStyle(document.querySelector('.site-header')).display") == (
+        "flex"
+    )
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_whitespace_ground_on_challenge_is_an_error_beside_the_field(
+    open_browser, facts, member, settings, javascript
+):
+    settings.DEBUG = True  # as under `make run`, where django-htmx's DEBUG helper is loaded
+    page = open_browser(java_script_enabled=javascript, expect_statuses=[400]).page
+    sign_in(page, "mira")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why is it wrong?").fill("   ")
+    page.get_by_label("Evidence").fill("CHANGELOG.md")
+    page.get_by_role("button", name="Challenge", exact=True).click()
+    field = page.locator(".field.has-error").filter(has=page.get_by_label("Why is it wrong?"))
+    field.locator(".error").wait_for()
+    the_layout_is_still_there(page)
+    page.get_by_role("heading", level=1).wait_for()
+    if javascript:
+        assert page.evaluate("document.activeElement.id") == page.get_by_label(
+            "Why is it wrong?"
+        ).get_attribute("id")
+    assert fact_status(facts["admitted"]).status == "admitted"
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_batch_review_with_nothing_ticked_is_an_error_on_the_same_page(
+    open_browser, facts, settings, javascript
+):
+    settings.DEBUG = True
+    page = open_browser(java_script_enabled=javascript, expect_statuses=[400]).page
+    sign_in(page, "stella")
+    page.goto("/candidates/")
+    page.get_by_label("Ground for all selected").fill("not enough")
+    page.get_by_role("button", name="Reject selected").click()
+    page.get_by_text("Select at least one candidate.").wait_for()
+    the_layout_is_still_there(page)
+    assert page.get_by_role("checkbox").count() == 2
+    if javascript:
+        assert page.evaluate("document.activeElement !== document.body")
+    assert {fact_status(fact).status for fact in facts["candidates"]} == {"candidate"}
+
+
+# --- 4. every htmx action says what it did -----------------------------------------------------
+
+
+def said(page, words: str) -> None:
+    """The words are in the status region, announced (role=status), and focus is not lost."""
+    region = page.locator("#messages")
+    region.get_by_text(words).wait_for()
+    assert region.get_attribute("role") == "status"
+    assert region.get_attribute("aria-live") == "polite"
+    page.wait_for_function("() => document.activeElement !== document.body")
+    assert page.evaluate("document.activeElement.tagName") != "BODY"
+
+
+def test_htmx_challenge_refute_admit_and_batch_review_say_what_they_did(
+    open_browser, facts, member
+):
+    member_page = open_browser().page
+    sign_in(member_page, "mira")
+    member_page.goto(f"/facts/{facts['admitted'].pk}/")
+    member_page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
+    member_page.get_by_label("Evidence").fill("CHANGELOG.md | 3.0.0 released")
+    member_page.get_by_role("button", name="Challenge", exact=True).click()
+    said(member_page, "Challenge filed")
+
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why the fact stands").fill("2.0.0 is what runs")
+    page.get_by_role("button", name="Refute").click()
+    said(page, "Challenge refuted")
+
+    page.goto(f"/facts/{facts['candidates'][0].pk}/")
+    page.get_by_label("Ground").fill("seen in docker-compose.yml")
+    page.get_by_role("button", name="Admit", exact=True).click()
+    said(page, "Admitted:")
+
+    page.goto("/candidates/")
+    page.get_by_role("checkbox").first.check()
+    page.get_by_label("Ground for all selected").fill("one session is not enough")
+    page.get_by_role("button", name="Reject selected").click()
+    said(page, "Rejected 1 of 1 selected candidates.")
+
+
+def test_the_status_message_fits_a_phone(open_browser, facts, member):
+    page = open_browser(viewport={"width": 390, "height": 844}).page
+    sign_in(page, "mira")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
+    page.get_by_label("Evidence").fill("https://example.com/" + "a-very-long-path/" * 12)
+    page.get_by_role("button", name="Challenge", exact=True).click()
+    said(page, "Challenge filed")
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+# --- 5 and 6. every page at phone width; the error pages ------------------------------------
+
+
+def all_violations(page) -> list[str]:
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+    ]
+
+
+def sideways(page) -> int:
+    """How far the page scrolls sideways (0: not at all)."""
+    return page.evaluate("document.documentElement.scrollWidth - innerWidth")
+
+
+def test_no_page_scrolls_sideways_at_390_px_and_axe_finds_nothing(open_browser):
+    call_command("seed_demo", stdout=StringIO())
+    steward = User.objects.get(username="steward")
+    steward.set_password(PASSWORD)
+    steward.save()
+    watched = open_browser(viewport={"width": 390, "height": 844}, expect_statuses=[404, 405])
+    page = watched.page
+    sign_in(page, "steward")
+    extra = [("health", "/health/"), ("404", "/no-such-page/")]
+    pages = [*demo_pages(), *extra, ("405", demo_pages()[2][1] + "resolve")]
+    wide, problems = {}, {}
+    for name, url in pages:
+        page.goto(url)
+        page.get_by_role("heading", level=1).wait_for()
+        if sideways(page) > 0:
+            wide[name] = sideways(page)
+        found = all_violations(page)
+        if found:
+            problems[name] = found
+        page.screenshot(path=SCREENSHOTS / f"feedback-{name}-390.png", full_page=True)
+    assert wide == {}, f"pages that scroll sideways at 390 px (by px): {wide}"
+    assert problems == {}

@@ -80,7 +80,7 @@ def test_the_timeline_writes_the_first_year_with_four_digits():
         half_life_days=90,
         floor=0.05,
     )
-    assert drawn.bars[0].title == "x: valid from 0001-01-01 00:00, still valid"
+    assert drawn.bars[0].title.startswith("x: valid from 0001-01-01 00:00, still valid")
 
 
 def _flagged_at_the_edge(member, steward, *, standing_from=None, flagged_from=None):

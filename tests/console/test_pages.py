@@ -64,8 +64,8 @@ def test_dashboard_counts_each_queue_in_the_viewers_scopes(as_steward, as_outsid
 def test_conflict_queue_lists_subject_predicate_and_objects_linking_by_subject(as_member, world):
     page = as_member.get(reverse("conflicts")).content.decode()
     link = reverse("conflict", args=[world.conflict.pk])
-    assert f'href="{link}">api-layer <span class="predicate">core/prefers</span></a>' in page
-    assert "GraphQL" in page
+    assert f'href="{link}"><span class="subject">api-layer</span>: ' in page
+    assert '<span class="predicate">core/prefers</span> GraphQL</span></a>' in page
 
 
 def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
@@ -123,7 +123,7 @@ def test_conflict_queue_escapes_candidates_objects(as_steward, steward, member, 
     write(member, "ui", "core/prefers", '<b>"Fun" & games</b>', "session-log")
     page = as_steward.get(reverse("conflicts")).content.decode()
     assert "<b>" not in page
-    assert "<li>&lt;b&gt;&quot;Fun&quot; &amp; games&lt;/b&gt; <small" in page
+    assert "</span> &lt;b&gt;&quot;Fun&quot; &amp; games&lt;/b&gt;</span>" in page
 
 
 def test_conflict_page_shows_candidates_in_recorded_order_with_no_recommendation(as_steward, world):
@@ -160,7 +160,7 @@ def test_keep_this_with_a_reason_resolves_and_invalidates_the_other(as_steward, 
     url = reverse("conflict-resolve", args=[world.conflict.pk])
     post = {"action": "keep", "keep": str(world.decided.pk), "reason": "the ADR stands"}
     response = as_steward.post(url, post)
-    assert response.status_code == 302
+    assert response.status_code == 303
     assert response["Location"] == reverse("conflicts")
     world.newcomer.refresh_from_db()
     assert world.newcomer.invalidation_reason == "the ADR stands"
