@@ -68,7 +68,12 @@ class Watched:
         # A test that provokes an error answer on purpose (a 400 with the form's errors)
         # names its status: Chromium logs the load of any 4xx as a console error.
         self.expected = tuple(
-            f"the server responded with a status of {status}" for status in expect_statuses
+            words
+            for status in expect_statuses
+            for words in (
+                f"the server responded with a status of {status}",  # Chromium
+                f"Response Status Error Code {status} from",  # htmx
+            )
         )
         options = {"viewport": {"width": 1280, "height": 900}, **options}
         self.context = browser.new_context(base_url=base_url, **options)

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from admissions.actions import record_verdict
+from admissions.actions import file_challenge, record_verdict, refute_challenge
 from admissions.selectors import fact_status
 from memories.actions import assert_fact
 from tests.browser.conftest import PASSWORD, SCREENSHOTS, needs_browser, sign_in
@@ -324,6 +324,24 @@ def test_htmx_challenge_refute_admit_and_batch_review_say_what_they_did(
     page.get_by_label("Ground for all selected").fill("one session is not enough")
     page.get_by_role("button", name="Reject selected").click()
     said(page, "Rejected 1 of 1 selected candidates.")
+
+
+def test_a_refusal_htmx_does_not_swap_is_said_in_the_status_region(
+    open_browser, facts, member, steward
+):
+    challenge = file_challenge(
+        actor=member, fact_id=facts["admitted"].pk, ground="wrong", evidence=[{"ref": "PR-1"}]
+    )
+    page = open_browser(expect_statuses=[409]).page
+    sign_in(page, "stella")
+    page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.get_by_label("Why the fact stands").fill("it stands")
+    # Meanwhile another steward answers the same challenge.
+    refute_challenge(actor=steward, challenge_id=challenge.pk, ground="checked elsewhere")
+    page.get_by_role("button", name="Refute").click()
+    said(page, "That was not done:")
+    the_layout_is_still_there(page)
+    assert page.get_by_label("Why the fact stands").input_value() == "it stands"
 
 
 def test_the_status_message_fits_a_phone(open_browser, facts, member):
