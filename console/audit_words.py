@@ -167,14 +167,18 @@ def describe(
             words = [Value("Dismissed "), target, Value(" as a false alarm")]
     elif action == "opened-conflict":
         kind = after.get("kind")
-        words = [Value(f"Opened {kind + ' ' if kind else ''}conflict "), target]
+        words = [Value("Opened "), target, Value(f" ({kind})" if kind else "")]
         if after.get("incoming"):
             words += [Value(": "), fact(after["incoming"]), Value(" against ")]
             words += facts(after.get("candidates") or [])
     elif action == "closed-conflict":
         words = [Value("Closed "), target, Value(" by itself: a side is no longer live")]
     elif action == "superseded":
-        words = [Value("Superseded "), target, Value(" by "), fact(after.get("superseded_by"))]
+        # The write path's entry targets the newer fact and names the older one.
+        older = fact(on) if on else target
+        words = [Value("Superseded "), older, Value(" by "), fact(after.get("superseded_by"))]
+    elif action == "reverted":
+        words = [Value(f"Reverted automatic change #{target_id}")]
     elif action == "invalidated":
         words = [Value("Invalidated "), target]
     elif action == "decayed":

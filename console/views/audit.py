@@ -45,7 +45,7 @@ def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[Aud
     return rows.select_related("actor", "scope")
 
 
-def _readable(user: User, entries: list[AuditEntry]) -> Readable:
+def readable_in(user: User, entries: list[AuditEntry]) -> Readable:
     """The facts and conflicts these entries name that ``user`` may open: two queries."""
     fact_ids: set[str] = set()
     conflict_ids: set[str] = set()
@@ -71,6 +71,20 @@ def _readable(user: User, entries: list[AuditEntry]) -> Readable:
     )
 
 
+def in_words(user: User, entries: list[AuditEntry]) -> list[AuditEntry]:
+    """``entries``, each with ``described``: its sentence and changes, linked for ``user``.
+
+    The one reading of an entry for a person, shared by the audit feed, the
+    automatic-changes page and the dashboard's own recent actions.
+    """
+    readable = readable_in(user, entries)
+    for entry in entries:
+        entry.described = describe(
+            entry.action, entry.target_type, entry.target_id, entry.before, entry.after, readable
+        )
+    return entries
+
+
 def _uuids(texts: set[str]) -> list[UUID]:
     found = []
     for text in texts:
@@ -88,11 +102,7 @@ def audit(request: HtmxHttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET or None, user=request.user)
     rows = _audit_rows(request, form).order_by("-at", "-id")
     page = paginate(request, rows, form)
-    readable = _readable(request.user, list(page))
-    for entry in page:
-        entry.described = describe(
-            entry.action, entry.target_type, entry.target_id, entry.before, entry.after, readable
-        )
+    in_words(request.user, list(page))
     context = {
         "form": form,
         "page": page,

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console.forms import ChangesFilterForm, RevertForm
-from console.views.audit import audit_changes
+from console.views.audit import in_words
 from console.views.common import (
     HtmxHttpRequest,
     add_rejection,
@@ -38,10 +38,8 @@ def _changes_context(
     page = paginate(request, rows, form)
     reverts = {int(r.target_id): r for r in AuditEntry.objects.reverts_of([e.pk for e in page])}
     stewarded = set(steward_scopes(request.user).values_list("pk", flat=True))
+    in_words(request.user, list(page))
     for entry in page:
-        entry.what = what_changed(entry)
-        entry.changes = audit_changes(entry.before, entry.after)
-        entry.links = _links(entry)
         entry.revert = reverts.get(entry.pk)
         entry.may_revert = entry.revert is None and entry.scope_id in stewarded
         entry.revert_form = failed[1] if failed and failed[0] == entry.pk else None
@@ -74,38 +72,3 @@ def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
             return done(request, f"Change {entry_id} was reverted.", reverse("changes"))
     context = _changes_context(request, failed=(entry_id, form))
     return render(request, "console/changes.html", context, status=400)
-
-
-def what_changed(entry: AuditEntry) -> str:
-    """One sentence for a person: what the automatic change did."""
-    after = entry.after or {}
-    if entry.action == "superseded":
-        return "Closed an older value: it was superseded by a newer one."
-    if entry.action == "decayed":
-        reads = after.get("effective_confidence")
-        shown = f" (effective confidence {reads:.2f})" if isinstance(reads, float) else ""
-        return f"Marked the fact as decayed{shown}."
-    if entry.action == "opened-conflict":
-        members = after.get("members") or [after.get("incoming"), *after.get("candidates", [])]
-        return f"Opened a {after.get('kind', '')} conflict among {len(members)} facts."
-    if entry.action in ("resolved-conflict", "closed-conflict"):
-        ended = len(after.get("invalidated", []))
-        return f"Resolved the conflict as {after.get('resolution', '?')}; ended {ended} fact(s)."
-    return f"{entry.action} {entry.target_type}"
-
-
-def _links(entry: AuditEntry) -> list[tuple[str, str]]:
-    """(label, path) of what the change touched: its facts and conflicts."""
-    after = entry.after or {}
-    links = []
-    if entry.target_type == "conflict":
-        links.append(("conflict", reverse("conflict", args=[entry.target_id])))
-    older = after.get("fact")
-    if entry.target_type == "fact":
-        label = "newer fact" if older else "fact"
-        links.append((label, reverse("fact", args=[entry.target_id])))
-    if older:
-        links.append(("superseded fact", reverse("fact", args=[older])))
-    elif after.get("superseded_by"):
-        links.append(("newer fact", reverse("fact", args=[after["superseded_by"]])))
-    return links

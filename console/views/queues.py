@@ -19,12 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from admissions.actions import record_verdict
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import candidates, challenge_summary, fact_status, in_effect
-from console.activity import recent_activity
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
+from console.views.audit import in_words
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
 from memories.core.text import MAX_REASON_LENGTH
 from memories.errors import Forbidden, Rejected, StateConflict
-from memories.models import Bucket, Conflict, ConflictMember, Fact, Scope, active_claims
+from memories.models import AuditEntry, Bucket, Conflict, ConflictMember, Fact, Scope, active_claims
 from memories.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
@@ -127,7 +127,14 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         "now": now,
         "scopes": scopes,
         "is_steward": is_steward,
-        "recent": recent_activity(request.user, RECENT_ACTIONS),
+        "recent": in_words(
+            request.user,
+            list(
+                AuditEntry.objects.filter(actor=request.user)
+                .select_related("scope")
+                .order_by("-at", "-id")[:RECENT_ACTIONS]
+            ),
+        ),
     }
     return render(request, "console/dashboard.html", context)
 

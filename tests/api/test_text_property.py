@@ -71,6 +71,7 @@ class Store:
     rival: Fact
     conflict: Conflict
     challenge: Record
+    change: AuditEntry
     as_member: Agent
     as_steward: Agent
 
@@ -175,6 +176,12 @@ WRITES = [
         lambda store: {"scope": "project", "reason": "poisoned"},
         {"scope": "scope", "reason": "reason"},
     ),
+    Write(
+        "revert",
+        lambda store: (store.as_steward, f"/changes/{store.change.pk}/revert"),
+        lambda store: {"reason": "the older version still runs"},
+        {"reason": "reason"},
+    ),
 ]
 
 
@@ -189,6 +196,10 @@ def store(member, steward, scope, agent_for, settings) -> Store:
     flagged = assert_fact(
         actor=member, data=fact_body(object="3.0.0", source_type="agent-note", episode="run-1")
     )
+    # An automatic change to revert: the write path supersedes an older version.
+    assert_fact(actor=member, data=fact_body(subject="Billing", object="1.0.0"))
+    assert_fact(actor=member, data=fact_body(subject="Billing", object="1.1.0"))
+    change = AuditEntry.objects.automatic().get(action="superseded")
     as_member, as_steward = agent_for(member), agent_for(steward)
     challenge_id = as_member.post(
         f"/facts/{fact.pk}/challenges", {"ground": "wrong", "evidence": ["log-1"]}
@@ -198,6 +209,7 @@ def store(member, steward, scope, agent_for, settings) -> Store:
         rival=flagged.fact,
         conflict=flagged.conflict,
         challenge=Record.objects.get(pk=challenge_id),
+        change=change,
         as_member=as_member,
         as_steward=as_steward,
     )
@@ -255,6 +267,7 @@ def test_every_write_operation_of_the_api_is_in_the_property():
         "/challenges/{challenge_id}/refutations",
         "/facts/{fact_id}/corrections",
         "/episodes/{episode}/withdraw",
+        "/changes/{entry_id}/revert",
     }
     assert posts == covered
 

@@ -50,18 +50,16 @@ def test_the_dashboard_lists_the_viewers_own_actions_in_words_with_links(
 
     page = signed_in(steward).get(reverse("dashboard")).text
     assert (
-        f'<a href="{reverse("fact", args=[fact.pk])}">Admitted shoply core/uses Redis</a>' in page
+        f'Admitted <a href="{reverse("fact", args=[fact.pk])}">shoply core/uses Redis</a>' in page
     )
     conflict_url = reverse("conflict", args=[world.conflict.pk])
     assert (
-        f'<a href="{conflict_url}">Resolved the conflict on api-layer core/prefers: dismissed</a>'
+        f'Dismissed <a href="{conflict_url}">the conflict on api-layer core/prefers</a> as a false'
         in page
     )
-    assert page.index("Resolved the conflict") < page.index("Admitted shoply")  # newest first
+    assert page.index("Dismissed <a") < page.index("Admitted <a")  # newest first
     assert "Rejected" not in page  # another steward's action
-    assert (
-        "Rejected shoply core/uses Kafka" in signed_in(scope_steward).get(reverse("dashboard")).text
-    )
+    assert "Rejected <a" in signed_in(scope_steward).get(reverse("dashboard")).text
 
 
 def test_at_most_ten_own_actions_are_listed(world, steward):
@@ -76,7 +74,8 @@ def test_a_member_sees_no_withdrawal_link_and_a_steward_does(
 ):
     assert "Withdraw an episode…" not in as_member.get(reverse("dashboard")).text
     assert "Withdraw an episode…" in as_steward.get(reverse("dashboard")).text
-    assert "Your write opened the conflict on api-layer" in as_member.get(reverse("dashboard")).text
+    own = as_member.get(reverse("dashboard")).text
+    assert "Opened " in own and ">the conflict on api-layer core/prefers</a> (commitment)" in own
     assert "You have not acted yet" in as_outsider.get(reverse("dashboard")).text
 
 
