@@ -1,6 +1,7 @@
 """Benchmark: import_facts with every rule of the write path vs. a raw COPY of the same rows.
 
-Not a test. Prints the rates and the ratios (target: at least 1/16 of COPY).
+Not a test. Prints the rates and the ratios (targets: at least 1/16 of a bare COPY,
+issue 10; 1/8, issue 14).
 
 - claimgraph: ``memories.ingest.import_lines`` on a JSONL file of 100,000
   assertions, read from disk and parsed, every decision of SPEC §2 made
@@ -272,8 +273,14 @@ def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
     )
     print(f"raw COPY, equivalent     {raw_rate:>10,.0f} rows/s    ({raw_seconds:.2f} s)")
     print(f"raw COPY, bare table     {bare_rate:>10,.0f} rows/s    ({bare_seconds:.2f} s)")
-    print(f"ratio vs equivalent COPY {ours_rate / raw_rate:>10.3f}   (target >= {1 / 16:.3f})")
-    print(f"ratio vs bare COPY       {ours_rate / bare_rate:>10.3f}")
+    print(f"ratio vs equivalent COPY {ours_rate / raw_rate:>10.3f}")
+    print(
+        f"ratio vs bare COPY       {ours_rate / bare_rate:>10.3f}"
+        f"   (targets: issue 10 >= {1 / 16:.4f}, issue 14 >= {1 / 8:.3f})"
+    )
+    # The ceiling: what the fact table's own indexes and foreign keys cost a
+    # plain COPY of the same rows, before any decision is made.
+    print(f"equivalent / bare COPY   {raw_rate / bare_rate:>10.3f}")
 
 
 if __name__ == "__main__":

@@ -434,3 +434,15 @@ def test_times_without_offset_are_utc():
 )
 def test_conflict_closes_when_a_side_is_gone(members, moot):
     assert conflict_is_moot(members) is moot
+
+
+def test_a_predicate_collides_with_its_whole_exclusion_group_in_name_order():
+    # Asked for every imported line of a group: found once per vocabulary, so
+    # each answer must still be the group's members, sorted, and only them.
+    for name in ("core/prefers", "core/avoids", "core/decided-against"):
+        assert VOCABULARY.slot_predicates(name) == (
+            "core/avoids",
+            "core/decided-against",
+            "core/prefers",
+        )
+    assert VOCABULARY.slot_predicates("core/has-version") == ("core/has-version",)
