@@ -27,6 +27,10 @@ KIND_EXPLANATIONS: dict[str, str] = {
     ConflictKind.CONTRADICTION: (
         "The values contradict each other and this predicate's policy says a human decides."
     ),
+    ConflictKind.REVERTED: (
+        "A steward reverted an automatic supersession: the older value stands "
+        "again beside the newer one, and a steward decides between them."
+    ),
     ConflictKind.CRAWLER: (
         "Found by the maintenance crawler among standing facts: values that "
         "should not both hold, none of them newer by an update."

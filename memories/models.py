@@ -12,8 +12,8 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
-from django.db.models import Exists, F, Func, OuterRef, Prefetch, Q
-from django.db.models.functions import MD5, Now
+from django.db.models import Case, Exists, F, Func, OuterRef, Prefetch, Q, Subquery, When
+from django.db.models.functions import MD5, Cast, Concat, Now
 from django.utils import timezone
 
 from memories.core.confidence import effective_confidence, fact_decays
@@ -650,6 +650,23 @@ class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
         """Entries of the scopes ``user`` may read (see ``ScopeQuerySet.visible_to``)."""
         ids = readable_scope_ids(user)
         return self.all() if ids is None else self.filter(scope_id__in=ids)
+
+    def with_conflict_names(self) -> "AuditEntryQuerySet":
+        """Each entry about a conflict with ``conflict_name``: its subject and predicate.
+
+        Read in the entries' own query, so a page of entries costs the same
+        whatever kinds of action it holds. The conflict is in the entry's
+        scope, so whoever may read the entry may read its name.
+        """
+        named = Conflict.objects.filter(
+            pk=Cast(OuterRef("target_id"), models.UUIDField())
+        ).annotate(name=Concat("subject__name", models.Value(" "), "predicate__name"))
+        return self.annotate(
+            conflict_name=Case(
+                When(target_type="conflict", then=Subquery(named.values("name")[:1])),
+                output_field=models.TextField(),
+            )
+        )
 
     def reverts_of(self, entry_ids) -> "AuditEntryQuerySet":
         """The revert records of these entries, with the steward who made each."""

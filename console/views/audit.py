@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from console.audit_words import Readable, describe, mentioned
 from console.forms import AuditFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate
-from memories.models import AuditEntry, Conflict, Fact, Scope
+from memories.models import AuditEntry, Fact
 
 
 def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:
@@ -42,31 +42,35 @@ def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[Aud
             rows = rows.filter(at__gte=datetime.combine(data["since"], time.min, tzinfo=UTC))
         if data["until"]:
             rows = rows.filter(at__lte=datetime.combine(data["until"], time.max, tzinfo=UTC))
-    return rows.select_related("actor", "scope")
+    return rows.select_related("actor", "scope").with_conflict_names()
+
+
+NIL = UUID(int=0)
 
 
 def readable_in(user: User, entries: list[AuditEntry]) -> Readable:
-    """The facts and conflicts these entries name that ``user`` may open: two queries."""
+    """The facts and conflicts these entries name that ``user`` may open: one query.
+
+    The entries come from ``AuditEntry.objects.with_conflict_names()`` and
+    from scopes ``user`` may read: a conflict is named only as an entry's
+    target, in that entry's scope. The nil UUID names no fact; with it the
+    facts are read even when no entry names one, so a page makes the same
+    queries whatever its entries hold.
+    """
     fact_ids: set[str] = set()
-    conflict_ids: set[str] = set()
     for entry in entries:
-        facts, conflicts = mentioned(entry.before, entry.after, entry.target_type, entry.target_id)
+        facts, _ = mentioned(entry.before, entry.after, entry.target_type, entry.target_id)
         fact_ids |= facts
-        conflict_ids |= conflicts
-    facts = Fact.objects.readable_by(user).for_display().in_bulk(_uuids(fact_ids))
-    conflicts = (
-        Conflict.objects.filter(scope__in=Scope.objects.visible_to(user))
-        .select_related("subject", "predicate")
-        .in_bulk(_uuids(conflict_ids))
-    )
+    facts = Fact.objects.readable_by(user).for_display().in_bulk([NIL, *_uuids(fact_ids)])
     return Readable(
         facts={str(pk): (str(fact), reverse("fact", args=[pk])) for pk, fact in facts.items()},
         conflicts={
-            str(pk): (
-                f"the conflict on {found.subject.name} {found.predicate.name}",
-                reverse("conflict", args=[pk]),
+            entry.target_id: (
+                f"the conflict on {entry.conflict_name}",
+                reverse("conflict", args=[entry.target_id]),
             )
-            for pk, found in conflicts.items()
+            for entry in entries
+            if getattr(entry, "conflict_name", None)
         },
     )
 

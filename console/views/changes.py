@@ -34,7 +34,7 @@ def _changes_context(
             rows = rows.filter(scope=form.cleaned_data["scope"])
         if form.cleaned_data["rule"]:
             rows = rows.filter(rule__startswith=form.cleaned_data["rule"])
-    rows = rows.select_related("actor", "scope").order_by("-at", "-id")
+    rows = rows.select_related("actor", "scope").with_conflict_names().order_by("-at", "-id")
     page = paginate(request, rows, form)
     reverts = {int(r.target_id): r for r in AuditEntry.objects.reverts_of([e.pk for e in page])}
     stewarded = set(steward_scopes(request.user).values_list("pk", flat=True))

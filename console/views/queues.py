@@ -130,7 +130,9 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         "recent": in_words(
             request.user,
             list(
-                AuditEntry.objects.filter(actor=request.user)
+                AuditEntry.objects.visible_to(request.user)
+                .filter(actor=request.user)
+                .with_conflict_names()
                 .select_related("scope")
                 .order_by("-at", "-id")[:RECENT_ACTIONS]
             ),

@@ -165,6 +165,8 @@ def test_the_dashboard_marks_a_queue_over_target_and_lists_own_actions(
     assert "over target" not in candidates.inner_text()
     recent = page.get_by_role("heading", name="Your recent actions")
     assert recent.is_visible()
-    page.get_by_role("link", name="Admitted AuthService core/has-version 2.0.0").wait_for()
+    page.locator(".recent li", has_text="Admitted").get_by_role(
+        "link", name="AuthService core/has-version 2.0.0"
+    ).wait_for()
     assert no_sideways_scroll(page)
     photograph(page, "dashboard-targets")

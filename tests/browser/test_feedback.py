@@ -251,6 +251,7 @@ def test_a_whitespace_ground_on_challenge_is_an_error_beside_the_field(
     page = open_browser(java_script_enabled=javascript, expect_statuses=[400]).page
     sign_in(page, "mira")
     page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.locator("summary", has_text="Challenge").click()
     page.get_by_label("Why is it wrong?").fill("   ")
     page.get_by_label("Evidence").fill("CHANGELOG.md")
     page.get_by_role("button", name="Challenge", exact=True).click()
@@ -277,7 +278,8 @@ def test_a_batch_review_with_nothing_ticked_is_an_error_on_the_same_page(
     page.get_by_role("button", name="Reject selected").click()
     page.get_by_text("Select at least one candidate.").wait_for()
     the_layout_is_still_there(page)
-    assert page.get_by_role("checkbox").count() == 2
+    # The two candidates' boxes are still there (with JavaScript, beside select-all).
+    assert page.locator("input[type=checkbox][name=facts]").count() == 2
     if javascript:
         assert page.evaluate("document.activeElement !== document.body")
     assert {fact_status(fact).status for fact in facts["candidates"]} == {"candidate"}
@@ -302,6 +304,7 @@ def test_htmx_challenge_refute_admit_and_batch_review_say_what_they_did(
     member_page = open_browser().page
     sign_in(member_page, "mira")
     member_page.goto(f"/facts/{facts['admitted'].pk}/")
+    member_page.locator("summary", has_text="Challenge").click()
     member_page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
     member_page.get_by_label("Evidence").fill("CHANGELOG.md | 3.0.0 released")
     member_page.get_by_role("button", name="Challenge", exact=True).click()
@@ -315,12 +318,13 @@ def test_htmx_challenge_refute_admit_and_batch_review_say_what_they_did(
     said(page, "Challenge refuted")
 
     page.goto(f"/facts/{facts['candidates'][0].pk}/")
-    page.get_by_label("Ground").fill("seen in docker-compose.yml")
+    page.locator("summary", has_text="Admit").click()
+    page.get_by_label("Ground to admit").fill("seen in docker-compose.yml")
     page.get_by_role("button", name="Admit", exact=True).click()
     said(page, "Admitted:")
 
     page.goto("/candidates/")
-    page.get_by_role("checkbox").first.check()
+    page.locator("input[type=checkbox][name=facts]").first.check()
     page.get_by_label("Ground for all selected").fill("one session is not enough")
     page.get_by_role("button", name="Reject selected").click()
     said(page, "Rejected 1 of 1 selected candidates.")
@@ -348,6 +352,7 @@ def test_the_status_message_fits_a_phone(open_browser, facts, member):
     page = open_browser(viewport={"width": 390, "height": 844}).page
     sign_in(page, "mira")
     page.goto(f"/facts/{facts['admitted'].pk}/")
+    page.locator("summary", has_text="Challenge").click()
     page.get_by_label("Why is it wrong?").fill("3.0.0 shipped last week")
     page.get_by_label("Evidence").fill("https://example.com/" + "a-very-long-path/" * 12)
     page.get_by_role("button", name="Challenge", exact=True).click()

@@ -28,6 +28,7 @@ FOR_A_VIEWER = {
     admission_forms.CandidateFilterForm,
     admission_forms.FactFilterForm,
     admission_forms.ChallengeFilterForm,
+    memory_forms.ChangesFilterForm,
 }
 # The forms that take the scopes to choose from (those the viewer stewards).
 FOR_SCOPES = {memory_forms.WithdrawalForm, memory_forms.ConfirmWithdrawalForm}
@@ -41,6 +42,7 @@ FORMS = [
     admission_forms.RefuteForm,
     admission_forms.CorrectForm,
     admission_forms.BatchReviewForm,
+    memory_forms.RevertForm,
     TokenForm,
 ]
 TEXT_FIELDS = [
