@@ -4,6 +4,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,7 +22,7 @@ def digest_of(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def issue_token(*, actor, name: str, now: datetime | None = None) -> tuple[ApiToken, str]:
+def issue_token(*, actor: User, name: str, now: datetime | None = None) -> tuple[ApiToken, str]:
     """Create a token for ``actor``; return it with its secret, which is never shown again."""
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("account")
@@ -40,7 +41,7 @@ def issue_token(*, actor, name: str, now: datetime | None = None) -> tuple[ApiTo
     return token, secret
 
 
-def revoke_token(*, actor, token_id: int | str, now: datetime | None = None) -> ApiToken:
+def revoke_token(*, actor: User, token_id: int | str, now: datetime | None = None) -> ApiToken:
     """Revoke one of ``actor``'s own tokens; anyone else's answers as missing."""
     try:
         pk = int(token_id)

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -55,7 +56,7 @@ class Correction:
 
 def record_verdict(
     *,
-    actor,
+    actor: User,
     fact_id: UUID | str,
     verdict: str,
     ground: str,
@@ -82,7 +83,7 @@ def record_verdict(
 
 def file_challenge(
     *,
-    actor,
+    actor: User,
     fact_id: UUID | str,
     ground: str,
     evidence: list | None,
@@ -119,7 +120,7 @@ def file_challenge(
 
 def refute_challenge(
     *,
-    actor,
+    actor: User,
     challenge_id: UUID | str,
     ground: str,
     now: datetime | None = None,
@@ -148,7 +149,7 @@ def refute_challenge(
 
 def correct_fact(
     *,
-    actor,
+    actor: User,
     fact_id: UUID | str,
     changes: Mapping[str, Any],
     ground: str,

@@ -3,13 +3,15 @@
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import User
+
 from memories.models import AuditEntry
 
 
 def record_audit(
     *,
     at: datetime,
-    actor,
+    actor: User | None,
     scope_id: int,
     action: str,
     target: Any,

@@ -52,6 +52,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
+from django.contrib.auth.models import User
 from django.db import DatabaseError, connection, connections, transaction
 from django.utils import timezone
 
@@ -112,7 +113,7 @@ class ImportStopped(Exception):
 def import_lines(
     lines: Iterable[str | bytes],
     *,
-    actor,
+    actor: User,
     episode: str | None = None,
     now: datetime | None = None,
     batch_size: int = BATCH_SIZE,
@@ -455,7 +456,7 @@ def _decide_locked(
 def _import_in_parallel(
     lines: Iterable[str | bytes],
     *,
-    actor,
+    actor: User,
     episode: str | None,
     clock: _Clock,
     batch_size: int,
