@@ -1,18 +1,16 @@
 """Automatic changes to revert, made the way the system makes them, for the revert tests."""
 
-from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.utils import timezone
 
 from memories.actions import assert_fact
-from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.effects import SUPERSEDE_RULE
-from memories.core.verdicts import Verdict
 from memories.crawler import run_crawl
 from memories.judge import run_judge
 from memories.models import AuditEntry, Conflict, ConflictMember, Fact, Predicate
 from memories.vocabulary import forget_vocabulary
+from tests.adjudicators import ScriptedAdjudicator
 
 STATE = (
     "t_invalid",
@@ -106,28 +104,6 @@ def crawler_conflict(member):
     return entry, Conflict.objects.get(pk=entry.target_id), facts
 
 
-@dataclass
-class Scripted:
-    """An adjudicator answering every claim set with one verdict."""
-
-    kind: str
-    confidence: float
-    model: str = "test-model"
-    consults_model: bool = True
-    requests: list[AdjudicationRequest] = field(default_factory=list)
-
-    def adjudicate(self, request: AdjudicationRequest) -> Answer:
-        self.requests.append(request)
-        verdict = Verdict(
-            kind=self.kind,  # type: ignore[arg-type]
-            confidence=self.confidence,
-            rationale="scripted",
-            claim_set_hash=request.claim_set_hash,
-            model=self.model,
-        )
-        return Answer(verdict, raw_response="{}")
-
-
 def judge_resolution(member):
     """Mara at two employers in a conflict; the judge, sure of a supersede, ends the older."""
     Predicate.objects.filter(name="core/works-at").update(policy="parallel", cardinality="many")
@@ -155,7 +131,7 @@ def judge_resolution(member):
     for fact in facts:
         ConflictMember.objects.create(conflict=conflict, fact=fact, role="existing", disputes=True)
     before = state(*facts)
-    adjudicator = Scripted("supersede", 0.95)
+    adjudicator = ScriptedAdjudicator("supersede", 0.95)
     [judgement] = run_judge(resolve=True, adjudicator=adjudicator)
     assert judgement.outcome == "resolved: keep"
     entry = AuditEntry.objects.get(action="resolved-conflict", rule="judge: supersede")

@@ -1,6 +1,5 @@
 """The judge against the real database: verdicts as advice, and the few it may act on."""
 
-from dataclasses import dataclass, field
 from io import StringIO
 
 import pytest
@@ -8,37 +7,15 @@ from django.core.management import call_command
 
 from memories.actions import assert_fact
 from memories.adjudicator import AdjudicationRequest, Answer
-from memories.core.verdicts import Verdict
 from memories.judge import judge_task, run_judge
 from memories.models import Adjudication, AuditEntry, Conflict, ConflictMember, Fact, Predicate
 from memories.vocabulary import forget_vocabulary
+from tests.adjudicators import ScriptedAdjudicator
 from tests.conftest import at
 
 pytestmark = pytest.mark.django_db
 
 NOW = at("2026-06-01T12:00:00")
-
-
-@dataclass
-class ScriptedAdjudicator:
-    """Answers every request with one verdict kind and confidence; counts the requests."""
-
-    kind: str
-    confidence: float
-    model: str = "test-model"
-    consults_model: bool = True
-    requests: list[AdjudicationRequest] = field(default_factory=list)
-
-    def adjudicate(self, request: AdjudicationRequest) -> Answer:
-        self.requests.append(request)
-        verdict = Verdict(
-            kind=self.kind,  # type: ignore[arg-type]
-            confidence=self.confidence,
-            rationale="scripted",
-            claim_set_hash=request.claim_set_hash,
-            model=self.model,
-        )
-        return Answer(verdict, raw_response="{}")
 
 
 def open_conflict(member, kind: str = "contradiction") -> tuple[Conflict, list[Fact]]:
