@@ -192,6 +192,15 @@ def crawl_slot(
     return SlotOutcome(Effects(tuple(changes), tuple(superseded), now), counts)
 
 
+def weighs_conflicts(predicate: str, facts: int, vocabulary: Vocabulary) -> bool:
+    """Whether :func:`crawl_slot` reads the conflicts of a slot's ``facts`` active facts.
+
+    Only values that compete are weighed against each other, so only a slot
+    of two or more of them: the shell loads conflicts for those slots alone.
+    """
+    return facts > 1 and _values_compete(predicate, vocabulary)
+
+
 def _values_compete(predicate: str, vocabulary: Vocabulary) -> bool:
     spec = vocabulary.predicates[predicate]
     return spec.cardinality == "one" and not spec.event_like
