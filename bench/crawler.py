@@ -11,8 +11,8 @@ Not a test. Two figures (issue #14):
   <= 1/2).
 
 A first pass changes the store, so it is measured once per store: the
-baseline is timed ``rounds`` times before it (the best round: the facts the
-first pass walks), the second pass ``rounds`` times after it, each round
+baseline is timed ``rounds`` times (at least three) before it (the best
+round: the facts the first pass walks), the second pass ``rounds`` times after it, each round
 alternating with a baseline read of what is active then. The ratio of the
 second pass is its first run's over the first pass's; the later runs and
 every count per action are in the figure's detail.
@@ -78,7 +78,9 @@ def measure(store: Store, *, rounds: int = 2) -> list[Figure]:
 
     raw = raw_connection()
     try:
-        read_before = [_sequential_read(raw) for _ in range(rounds)]
+        # At least three: the first pass cannot be repeated, so its baseline
+        # should be the least disturbed read there is.
+        read_before = [_sequential_read(raw) for _ in range(max(rounds, 3))]
         connection.ensure_connection()
         first_seconds, first = _timed_pass(run_crawl)
         seconds_after: list[float] = []

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from itertools import batched, groupby
 from operator import itemgetter
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import transaction
@@ -56,7 +56,7 @@ Slot = tuple[int, int, int]  # scope, subject, predicate ids
 CHUNK_FACTS = 5_000
 # How many slots with changes one transaction locks, reads again and writes:
 # a writer to one of them waits at most that long for its lock.
-LOCKED_BATCH = 100
+LOCKED_BATCH = 250
 
 _FACTS = Fact._meta.db_table
 _ACTIVE = (
@@ -84,6 +84,10 @@ _SLOTS_FACTS = (
 _COUNT_SLOTS = (
     f"SELECT count(*) FROM (SELECT DISTINCT scope_id, subject_id, predicate_id {_ACTIVE}) AS s"
 )
+
+# The id a conflict would get in a decision taken only to see whether a slot
+# changes: such a decision is never applied (the one under the lock is).
+_UNWRITTEN = UUID(int=0)
 
 Row = tuple  # a row of _NEXT_FACTS: the slot's three ids, then _COLUMNS
 _slot_of = itemgetter(0, 1, 2)
@@ -119,7 +123,7 @@ def run_crawl(*, progress: Callable[[int], None] | None = None) -> CrawlerRun:
         wanted = [
             slot
             for slot, facts in slots.items()
-            if _decide(slot, facts, vocab, decay, now).effects.changes
+            if _decide(slot, facts, vocab, decay, now, _UNWRITTEN).effects.changes
         ]
         for batch in batched(wanted, LOCKED_BATCH):
             for outcome in _change(batch, vocab, decay):
@@ -194,7 +198,7 @@ def _change(
         slots = _slot_facts(_read_slots(batch), vocab)
         now = timezone.now()
         for slot in batch:
-            outcome = _decide(slot, slots.get(slot, []), vocab, decay, now)
+            outcome = _decide(slot, slots.get(slot, []), vocab, decay, now, uuid4())
             if outcome.effects.changes:
                 applied.append(outcome)
         # The slots are distinct and locked: their effects are written together.
@@ -208,6 +212,7 @@ def _decide(
     vocab: LoadedVocabulary,
     decay: DecaySettings,
     now: datetime,
+    conflict_id: UUID,
 ) -> SlotOutcome:
     scope_id, subject_id, predicate_id = slot
     return crawl_slot(
@@ -217,7 +222,7 @@ def _decide(
         subject_id=subject_id,
         predicate_id=predicate_id,
         now=now,
-        conflict_id=uuid4(),
+        conflict_id=conflict_id,
         decay=decay,
     )
 
@@ -246,19 +251,18 @@ def _slot_facts(rows: list[Row], vocab: LoadedVocabulary) -> dict[Slot, list[Slo
         predicate = vocab.predicate_names[slot[2]]
         slots[slot] = [
             SlotFact(
-                id=fact_id,
-                predicate=predicate,
-                object_key=object_key,
-                epistemic=epistemic,
-                source_type=sources[source_type_id],
-                confidence=confidence,
-                statement=statement,
-                t_valid=t_valid,
-                last_reinforced_at=last_reinforced_at,
-                decayed_at=decayed_at,
-                decay_reverted_at=decay_reverted_at,
-                open_conflicts=ties.get(fact_id, none)[0],
-                ruled_conflicts=ties.get(fact_id, none)[1],
+                fact_id,
+                predicate,
+                object_key,
+                epistemic,
+                sources[source_type_id],
+                confidence,
+                statement,
+                t_valid,
+                last_reinforced_at,
+                decayed_at,
+                *ties.get(fact_id, none),  # open_conflicts, ruled_conflicts
+                decay_reverted_at,
             )
             for (
                 _,

@@ -146,7 +146,8 @@ def crawl_slot(
     changes: list[Change] = []
     counts = dict.fromkeys(ACTIONS, 0)
     candidates = []
-    for fact in sorted(facts, key=lambda f: (f.t_valid, str(f.id))):
+    # By valid time, then id (a UUID orders as its text does).
+    for fact in sorted(facts, key=lambda f: (f.t_valid, f.id)):
         if is_marked_decayed(fact.decayed_at, fact.last_reinforced_at):
             continue
         source = vocabulary.sources[fact.source_type]

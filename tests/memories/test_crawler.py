@@ -3,6 +3,7 @@
 import json
 from datetime import timedelta
 from io import StringIO
+from uuid import uuid4
 
 import psycopg
 import pytest
@@ -415,7 +416,9 @@ def test_apply_many_writes_what_apply_writes_one_decision_at_a_time(member, stew
     vocab = load_vocabulary()
     decay = crawler.DecaySettings(0.1, 90.0, 0.05)
     slots = crawler._slot_facts(next(crawler._chunks()), vocab)
-    decided = [crawler._decide(slot, facts, vocab, decay, now) for slot, facts in slots.items()]
+    decided = [
+        crawler._decide(slot, facts, vocab, decay, now, uuid4()) for slot, facts in slots.items()
+    ]
     changes = [outcome.effects for outcome in decided if outcome.effects.changes]
     assert {kind for o in decided for kind, n in o.counts.items() if n} == {
         "superseded",
