@@ -18,10 +18,12 @@ second pass is its first run's over the first pass's; the later runs and
 every count per action are in the figure's detail.
 
 ``measure(store)`` is what ``bench/scale.py`` calls on a store of
-``bench/generate.py``. For development the script builds its own store:
+``bench/generate.py``. Run alone, the script measures on such a store
+(``--generated``) or on a smaller one of its own, every fact in the system
+bucket, with more work for a first pass (``build_store``):
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/x .venv/bin/python bench/crawler.py \
-        [--facts 20000] [--database bench_crawler]
+        [--facts 20000] [--generated] [--database bench_crawler]
 """
 
 import argparse
@@ -52,13 +54,23 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=20_000, help="system facts to build")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--database", default=DATABASE)
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="a store of bench/generate.py with --facts facts in all, not this script's own",
+    )
     options = parser.parse_args()
     start_django(options.database)
     try:
         started = time.perf_counter()
-        store = build_store(options.facts)
+        if options.generated:
+            from generate import generate
+
+            store = generate(options.facts)
+        else:
+            store = build_store(options.facts)
         built = time.perf_counter() - started
-        print(f"store: {options.facts:,} system facts built in {built:.1f} s")
+        print(f"store: {store.facts:,} facts built in {built:.1f} s")
         for figure in measure(store, rounds=options.rounds):
             verdict = "met" if figure.passed() else "NOT MET"
             print(f"{figure.measure}: {figure.value:.3f} (target {figure.target}, {verdict})")
