@@ -22,8 +22,9 @@ the conflict it opened), so a second pass changes nothing, and costs the
 reads and the decisions only: no lock, no transaction.
 """
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import batched, groupby
 from operator import itemgetter
 from uuid import UUID, uuid4
@@ -43,7 +44,7 @@ from memories.core.crawl import (
     weighs_conflicts,
 )
 from memories.lookups import hot_cursor
-from memories.models import Bucket, ConflictMember, CrawlerRun, Fact
+from memories.models import Bucket, Conflict, ConflictMember, CrawlerRun, Fact
 from memories.slots import lock_slots
 from memories.tasks import recompute_on_commit
 from memories.vocabulary import LoadedVocabulary, load_vocabulary
@@ -74,13 +75,66 @@ _NEXT_FACTS = (
     f"{_COLUMNS} {_ACTIVE} AND (scope_id, subject_id, predicate_id) > (%s, %s, %s)"
     " ORDER BY scope_id, subject_id, predicate_id LIMIT %s"
 )
-# The active facts of some slots, and maybe of a few more (the caller keeps its
-# own): each of the three ids among the given, an index condition of fact_slot
-# that never makes PostgreSQL scan the table, as a join to the list could.
+# The active facts of the named slots, in slot order. OFFSET 0 keeps the
+# subquery a subquery: PostgreSQL runs it once per slot on the slot index,
+# where a plain join to the list may be planned as a scan of the whole table.
 _SLOTS_FACTS = (
-    f"{_COLUMNS} {_ACTIVE} AND scope_id = ANY(%s::bigint[])"
-    " AND subject_id = ANY(%s::bigint[]) AND predicate_id = ANY(%s::bigint[])"
+    "SELECT slot.scope_id, slot.subject_id, slot.predicate_id, f.*"
+    " FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])"
+    "   AS slot(scope_id, subject_id, predicate_id)"
+    " CROSS JOIN LATERAL ("
+    f"   SELECT {_COLUMNS.removeprefix('SELECT scope_id, subject_id, predicate_id, ')}"
+    f"   {_ACTIVE} AND scope_id = slot.scope_id AND subject_id = slot.subject_id"
+    "    AND predicate_id = slot.predicate_id OFFSET 0) AS f"
+    " ORDER BY slot.scope_id, slot.subject_id, slot.predicate_id"
 )
+# Whether a row was written by a transaction not older than the watermark:
+# its 32-bit xmin within the span of transaction ids from the watermark to
+# now (modulo 2^32). A row so old that its id wrapped around may count as
+# written since: a slot walked for nothing, never one missed.
+_WRITTEN_SINCE = "(({t}xmin::text::bigint - %(x32)s + 4294967296) %% 4294967296) < %(span)s"
+# The slots where something may have changed since a finished pass
+# (memories.crawler's doc, docs/background.md): a system fact written since
+# its watermark, or whose decay crosses the threshold between its start and
+# now (a window wider than the pure rule's, so rounding never misses one); a
+# conflict or membership written since, by its members' slots.
+_CHANGED_SLOTS = (
+    f"SELECT scope_id, subject_id, predicate_id FROM {_FACTS}"
+    f" WHERE bucket = %(bucket)s AND ({_WRITTEN_SINCE.format(t='')}"
+    "   OR (%(threshold)s > 0 AND confidence > 0 AND last_reinforced_at"
+    "       + make_interval(secs => %(half_life)s * ln(confidence / %(threshold)s) / ln(2))"
+    "       BETWEEN %(from)s AND %(until)s))"
+    " UNION"
+    f" SELECT f.scope_id, f.subject_id, f.predicate_id FROM {ConflictMember._meta.db_table} AS m"
+    f" JOIN {Conflict._meta.db_table} AS c ON c.id = m.conflict_id"
+    f" JOIN {_FACTS} AS f ON f.id = m.fact_id"
+    f" WHERE {_WRITTEN_SINCE.format(t='c.')} OR {_WRITTEN_SINCE.format(t='m.')}"
+    " ORDER BY 1, 2, 3"
+)
+# The next transaction id to come (64 bits), and which database this is.
+_NEXT_TRANSACTION = (
+    "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint,"
+    " (SELECT system_identifier FROM pg_control_system())::text || '/'"
+    "   || (SELECT oid FROM pg_database WHERE datname = current_database())::text"
+)
+# A pass's watermark, read after _NEXT_TRANSACTION: the oldest transaction
+# that has written in this database and may not have committed (a running
+# one's, or a prepared one's, widened to 64 bits below %(next)s), else the
+# next one. Every row written by a later commit has an id from there on, a
+# subtransaction's too (it comes after its parent's). Only this database's
+# writers count: a long transaction elsewhere on the server cannot write here.
+_WATERMARK = (
+    "SELECT coalesce(min(%(next)s - ((%(next)s - xid::text::bigint) %% 4294967296)), %(next)s)"
+    " FROM (SELECT backend_xid AS xid FROM pg_stat_activity"
+    "        WHERE datname = current_database() AND backend_xid IS NOT NULL"
+    "       UNION ALL SELECT transaction FROM pg_prepared_xacts"
+    "        WHERE database = current_database()) AS writers"
+)
+# How many changed slots one read of an incremental pass fetches the facts of.
+CHANGED_CHUNK = 1_000
+# An incremental pass builds on the last finished one; a full pass at least this often.
+FULL_PASS_EVERY = timedelta(days=1)
+
 _COUNT_SLOTS = (
     f"SELECT count(*) FROM (SELECT DISTINCT scope_id, subject_id, predicate_id {_ACTIVE}) AS s"
 )
@@ -101,23 +155,36 @@ def count_slots() -> int:
     return count
 
 
-def run_crawl(*, progress: Callable[[int], None] | None = None) -> CrawlerRun:
-    """One pass over every active slot; the stored run with its counts per action.
+def run_crawl(*, progress: Callable[[int], None] | None = None, full: bool = False) -> CrawlerRun:
+    """One pass over every slot that may need it; the stored run with its counts per action.
 
+    After a finished pass on the same vocabulary and settings (and a full
+    one within ``FULL_PASS_EVERY``), the pass is incremental: it walks only
+    the slots where something may have changed since that pass started
+    (:data:`_CHANGED_SLOTS`); otherwise, or with ``full``, every active slot.
     The run is stored when it starts (unfinished) and again when it ends, so
-    a pass that fails midway is visible as one that did not finish.
-    ``progress`` is called with the number of slots walked since its last call.
+    a pass that fails midway is visible as one that did not finish, and is
+    never built on. ``progress`` is called with the number of slots walked
+    since its last call.
     """
     run = CrawlerRun.objects.create(started_at=timezone.now())
+    next_id, database, watermark = _transactions()
     vocab = load_vocabulary()
     decay = DecaySettings(
         threshold=settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD,
         half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
         floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
     )
+    basis = _basis(vocab, decay, database)
+    previous = None if full else _previous(basis, run)
+    if previous is None:
+        chunks, walk = _chunks(), "full"
+    else:
+        chunks = _changed_chunks(previous, next_id, run.started_at, decay)
+        walk = f"since run {previous.pk}"
     counts = dict.fromkeys(ACTIONS, 0)
     walked = changed = 0
-    for chunk in _chunks():
+    for chunk in chunks:
         slots = _slot_facts(chunk, vocab)
         now = timezone.now()  # read after the chunk, as the write path reads it after its slot
         wanted = [
@@ -139,6 +206,13 @@ def run_crawl(*, progress: Callable[[int], None] | None = None) -> CrawlerRun:
         "slots walked": walked,
         "slots changed": changed,
         "decay threshold": decay.threshold,
+        "walk": walk,
+        "watermark": watermark,
+        "basis": basis,
+        # When the last full pass started, that this one builds on (or this one).
+        "full pass": (
+            run.started_at.isoformat() if previous is None else previous.report["full pass"]
+        ),
     }
     run.save(update_fields=["finished_at", "counts", "report"])
     return run
@@ -148,6 +222,72 @@ def run_crawl(*, progress: Callable[[int], None] | None = None) -> CrawlerRun:
 def crawl_task() -> dict[str, int]:
     """The crawler's periodic pass (``memories.worker.PERIODIC_JOBS``): its counts per action."""
     return run_crawl().counts
+
+
+def _transactions() -> tuple[int, str, int]:
+    """The next transaction id, the database, and the watermark (:data:`_WATERMARK`)."""
+    with hot_cursor() as cursor:
+        cursor.execute(_NEXT_TRANSACTION)
+        next_id, database = cursor.fetchone()
+        # In a statement of its own, after: a writer that gets its id in between
+        # has one past next_id.
+        cursor.execute(_WATERMARK, {"next": next_id})
+        (watermark,) = cursor.fetchone()
+    return next_id, database, watermark
+
+
+def _basis(vocab: LoadedVocabulary, decay: DecaySettings, database: str) -> str:
+    """A digest of what a pass decides on besides the rows and the clock.
+
+    The vocabulary (predicates, sources, their ids), the decay settings and
+    the database itself (a restored copy has other transaction ids): a pass
+    builds on an earlier one only if its basis is the same.
+    """
+    spec = vocab.spec
+    parts = (
+        sorted(spec.predicates.items()),
+        sorted(spec.sources.items()),
+        sorted(vocab.predicate_names.items()),
+        sorted(vocab.source_names.items()),
+        tuple(decay),
+        database,
+    )
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _previous(basis: str, run: CrawlerRun) -> CrawlerRun | None:
+    """The finished pass this one may build on: the latest, if its basis is this one's."""
+    latest = CrawlerRun.objects.exclude(pk=run.pk).filter(finished_at__isnull=False).first()
+    if latest is None or latest.report.get("basis") != basis:
+        return None
+    full_pass = latest.report.get("full pass")
+    if full_pass is None or datetime.fromisoformat(full_pass) < run.started_at - FULL_PASS_EVERY:
+        return None
+    return latest
+
+
+def _changed_chunks(
+    previous: CrawlerRun, next_id: int, now: datetime, decay: DecaySettings
+) -> Iterator[list[Row]]:
+    """The active facts of the slots that may have changed since ``previous`` started."""
+    watermark = previous.report["watermark"]
+    with hot_cursor() as cursor:
+        cursor.execute(
+            _CHANGED_SLOTS,
+            {
+                "bucket": Bucket.SYSTEM,
+                "x32": watermark % 2**32,
+                "span": next_id - watermark,
+                "threshold": decay.threshold,
+                "half_life": decay.half_life_days * 86_400,
+                # A day either side: the SQL's rounding is not the pure rule's.
+                "from": previous.started_at - timedelta(days=1),
+                "until": now + timedelta(days=1),
+            },
+        )
+        slots = [tuple(row) for row in cursor.fetchall()]
+    for chunk in batched(slots, CHANGED_CHUNK):
+        yield _read_slots(list(chunk))
 
 
 def _chunks() -> Iterator[list[Row]]:
@@ -172,15 +312,11 @@ def _chunks() -> Iterator[list[Row]]:
 
 def _read_slots(slots: list[Slot]) -> list[Row]:
     """The active facts of these slots, in slot order."""
-    wanted = set(slots)
     with hot_cursor() as cursor:
         cursor.execute(
-            _SLOTS_FACTS,
-            [Bucket.SYSTEM, *(sorted(set(ids)) for ids in zip(*slots, strict=True))],
+            _SLOTS_FACTS, [*(list(ids) for ids in zip(*slots, strict=True)), Bucket.SYSTEM]
         )
-        rows = [row for row in cursor.fetchall() if _slot_of(row) in wanted]
-    rows.sort(key=_slot_of)
-    return rows
+        return cursor.fetchall()
 
 
 def _change(

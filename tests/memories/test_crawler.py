@@ -15,6 +15,7 @@ from django_tasks_db.models import DBTaskResult
 from memories import crawler
 from memories.actions import assert_fact, invalidate_fact, resolve_conflict
 from memories.apply import apply, apply_many
+from memories.core.confidence import effective_confidence
 from memories.crawler import crawl_task, run_crawl
 from memories.health import background_health
 from memories.models import (
@@ -322,8 +323,9 @@ def test_a_pass_over_1200_slots_in_order_costs_a_handful_of_round_trips(member, 
     run = run_crawl()
     assert run.report["slots walked"] == 1_200
     assert sum(run.counts.values()) == 0
-    # The run stored twice, one read of the facts and the empty read that ends the walk.
-    assert len(round_trips) <= 6, round_trips
+    # The run stored twice, its watermark (two), the run it may build on, one
+    # read of the facts and the empty read that ends the walk.
+    assert len(round_trips) <= 8, round_trips
 
 
 def test_the_round_trips_grow_with_the_chunks_not_the_slots(member, round_trips, monkeypatch):
@@ -336,7 +338,7 @@ def test_the_round_trips_grow_with_the_chunks_not_the_slots(member, round_trips,
     reads = [q for q in round_trips if q.startswith("SELECT scope_id, subject_id, predicate_id")]
     # Twelve reads or so (each leaves its last slot, maybe cut, to the next), then an empty one.
     assert 13 <= len(reads) <= 14
-    assert len(round_trips) <= len(reads) + 4
+    assert len(round_trips) <= len(reads) + 6
 
 
 def test_slots_that_change_are_locked_and_written_a_batch_at_a_time(member, settings, round_trips):
@@ -351,7 +353,7 @@ def test_slots_that_change_are_locked_and_written_a_batch_at_a_time(member, sett
     # and the audit entries' COPY.
     batches = -(-300 // crawler.LOCKED_BATCH)
     # (A savepoint and its release around each: the test's own transaction.)
-    assert len(round_trips) <= 4 + 7 * batches, round_trips
+    assert len(round_trips) <= 7 + 7 * batches, round_trips
     assert run_crawl().counts["decayed"] == 0
 
 
@@ -451,3 +453,102 @@ def test_apply_many_writes_what_apply_writes_one_decision_at_a_time(member, stew
     assert together.touched == set().union(*(done.touched for done in one_by_one))
     assert together.closed_moot == [moot.pk]
     assert [c.pk for c in together.opened] == [c.pk for d in one_by_one for c in d.opened]
+
+
+# --- incremental passes --------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_pass_after_a_finished_one_walks_only_what_changed_since(member, settings):
+    many_slots(member, 50)
+    two_values(member)  # one slot for the first pass to change
+    first = run_crawl()
+    assert (first.report["walk"], first.report["slots walked"]) == ("full", 51)
+    assert first.counts["opened-conflict"] == 1
+
+    second = run_crawl()
+    assert second.report["walk"] == f"since run {first.pk}"
+    # Only the slot the first pass itself wrote to (its conflict), found in order.
+    assert second.report["slots walked"] == 1
+    assert sum(second.counts.values()) == 0
+
+    # Written now, reinforced long ago: a new slot with a faded fact.
+    write(member, "service-7", "core/depends-on", "redis", now=timezone.now() - timedelta(days=400))
+    third = run_crawl()
+    assert third.report["slots walked"] == 1
+    assert third.counts["decayed"] == 1
+
+    assert run_crawl(full=True).report["slots walked"] == 51
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = 0.2  # another basis: a full pass again
+    assert run_crawl().report["walk"] == "full"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_pass_never_builds_on_one_that_did_not_finish(member):
+    many_slots(member, 10)
+    run_crawl()
+    CrawlerRun.objects.create(started_at=timezone.now())  # failed midway
+    assert run_crawl().report["walk"] != "full"  # builds on the last finished one
+    CrawlerRun.objects.update(report={})  # nothing recorded to build on
+    assert run_crawl().report["walk"] == "full"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_incremental_pass_finds_every_fact_whose_decay_crossed_since(member):
+    # Facts reinforced from 1 to 599 days ago, bases 0.15 to 0.95: the
+    # window of the SQL must hold every one whose reading fell below the
+    # threshold between the previous pass and now (a superset is allowed).
+    scope = Scope.objects.get(name="project")
+    code = SourceType.objects.get(name="code")
+    predicate = Predicate.objects.get(name="core/has-version")
+    now = timezone.now()
+    earlier = now - timedelta(days=17)
+    entities = Entity.objects.bulk_create(
+        Entity(scope=scope, name=f"s{n}", key=f"s{n}") for n in range(300)
+    )
+    facts = Fact.objects.bulk_create(
+        Fact(
+            scope=scope,
+            subject=entity,
+            predicate=predicate,
+            object_kind="literal",
+            object_lit="1",
+            object_key="1",
+            epistemic="observation",
+            source_type=code,
+            confidence=0.15 + (n % 9) * 0.1,
+            author=member,
+            t_valid=now - timedelta(days=1 + 2 * n),
+            recorded_at=now - timedelta(days=1 + 2 * n),
+            last_reinforced_at=now - timedelta(days=1 + 2 * n),
+        )
+        for n, entity in enumerate(entities)
+    )
+    decay = crawler.DecaySettings(0.1, 90.0, 0.05)
+
+    def reads(fact, at):
+        return effective_confidence(
+            fact.confidence,
+            last_reinforced_at=fact.last_reinforced_at,
+            at=at,
+            decays=True,
+            half_life_days=decay.half_life_days,
+            floor=decay.floor,
+        )
+
+    crossed = {
+        (f.scope_id, f.subject_id, f.predicate_id)
+        for f in facts
+        if reads(f, earlier) >= decay.threshold > reads(f, now)
+    }
+    assert len(crossed) > 5
+    next_id, _, _ = crawler._transactions()
+    # A previous pass whose watermark is now: nothing counts as written since.
+    previous = CrawlerRun(started_at=earlier, report={"watermark": next_id})
+    found = {
+        crawler._slot_of(row)
+        for chunk in crawler._changed_chunks(previous, next_id, now, decay)
+        for row in chunk
+    }
+    assert crossed <= found
+    assert len(found) < len(facts) / 3
