@@ -18,8 +18,12 @@ counts per action, which the health page shows.
 
 The pass is idempotent: what it changed, it finds in order the next time
 (superseded facts are closed, decayed ones marked, competing values share
-the conflict it opened), so a second pass changes nothing, and costs the
-reads and the decisions only: no lock, no transaction.
+the conflict it opened), so a second pass changes nothing. It walks less,
+too: a pass that builds on a finished one walks only the slots where
+something may have changed since that one started (rows written since its
+transaction watermark, decay crossing the threshold since its start), on
+the same vocabulary, settings and database; docs/background.md says why
+that is enough and when a pass is full instead.
 """
 
 import hashlib
@@ -148,7 +152,7 @@ _slot_of = itemgetter(0, 1, 2)
 
 
 def count_slots() -> int:
-    """How many slots a pass would walk now (for a progress bar's total)."""
+    """How many slots a full pass would walk now (for a progress bar's total)."""
     with hot_cursor() as cursor:
         cursor.execute(_COUNT_SLOTS, [Bucket.SYSTEM])
         (count,) = cursor.fetchone()
