@@ -394,13 +394,9 @@ def _settle(reading: Reading, refs: list[Reference], ties: _Ties) -> None:
     else:
         reading.verdict = UNSCOPED
     if reading.verdict != ROUTER:
+        # With a table tied to a value, the others are what is missing; with
+        # none, every per-scope table of the statement is.
         main = ties.find(ties.value) if tied else None
-        if reading.verdict == UNSCOPED and main is None:
-            # Nothing is tied to a value: name the tables outside the largest group.
-            sizes: dict[int, int] = {}
-            for n in mine:
-                sizes[ties.find(n)] = sizes.get(ties.find(n), 0) + 1
-            main = max(sizes, key=lambda g: sizes[g]) if len(sizes) > 1 else None
         reading.unscoped = sorted(
             {refs[n].table for n in mine if main is None or ties.find(n) != main}
         )

@@ -44,29 +44,30 @@ from tests.scope_sql import tables_written as written_by
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_SQL = ServerSql.load(ROOT)
 
-# (path, where, table): where is "client" for a statement sent by Python, or the
-# SQL function, view or trigger function it runs inside.
-Key = tuple[str, str, str]
+# (path, where, verb, table): where is "client" for a statement sent by Python,
+# or the SQL function, view or trigger function it runs inside; verb is the
+# statement's first word (select, update, insert, delete, with).
+Key = tuple[str, str, str, str]
 
 # Reads that cross scopes on purpose. Each must stay co-located (its per-scope
 # tables tied to each other by scope_id) so Citus can run it on every shard at
 # once; docs/scale-out.md, "Statements that cross scopes", says how each runs.
 CROSSES_SCOPES: dict[Key, str] = {
-    ("crawl", "client", "memories_fact"): (
+    ("crawl", "client", "select", "memories_fact"): (
         "the crawler walks every scope's active system slots (memories/crawler.py); on Citus "
         "a multi-shard scan, or one walk per scope"
     ),
-    ("conflicts, global steward", "client", "memories_conflict"): (
+    ("conflicts, global steward", "client", "select", "memories_conflict"): (
         "a global steward's queue lists every scope's conflicts; multi-shard, merged by "
         "(opened_at, id) on the coordinator"
     ),
 }
 
-# Statements on per-scope tables that name no scope although they could, each
-# with the file and function that sends it and the fix. They belong to other
-# helpers' files (the write path, the reads, the crawler) or need a schema
-# change first (ConflictMember and Outcome.facts carry no scope_id yet).
-# Why each entry below names no scope, where it is sent from, and the fix.
+# Statements on per-scope tables that name no scope although they could: why,
+# the file and function that sends them, and the fix. They are in the write
+# path's, the reads' or the crawler's files, or wait for a schema change
+# (ConflictMember and Outcome.facts carry no scope_id yet; Django joins a
+# foreign key on the id alone): docs/scale-out.md, "The migration path".
 OPEN_SLOT_BY_NAME = (
     "memories/sql/slots.sql claimgraph_open_slot (write path): the scope is found by name and "
     "the subject by e.scope_id = s.id, so no value ties memories_entity. Fix: resolve the scope "
@@ -82,9 +83,19 @@ MERGE_IN_FORCE = (
 WRITE_BY_ID = (
     "memories/apply.py (write path): _REINFORCE and _CLOSE update memories_fact WHERE id = %s, "
     "CloseConflict updates memories_conflict by pk, _close_moot prefetches members__fact by "
-    "id; memories/actions.py assert_fact reads the reinforced fact with for_display().get(pk). "
-    "Fix: Reinforce, CloseInterval and CloseConflict carry scope_id (memories/core/effects.py) "
-    "and each statement adds scope_id = %s"
+    "id, _MARK_DECAYED (the crawler's) updates by id; memories/actions.py assert_fact reads the "
+    "reinforced fact with for_display().get(pk). Fix: Reinforce, CloseInterval, MarkDecayed "
+    "and CloseConflict carry scope_id (memories/core/effects.py) and each statement adds "
+    "scope_id = %s"
+)
+DISPUTED_BY_ID = (
+    "api/memory.py present_facts (reads) asks which of the listed facts are disputed with "
+    "id IN (...) alone. Fix: add scope_id IN (the listed facts' scopes)"
+)
+FACT_BY_ID_FOR_A_GLOBAL_STEWARD = (
+    "memories/lookups.py readable_fact: for a global steward readable_by() names no scope, so "
+    "a fact named by its id alone is looked for on every shard (docs/scale-out.md, section 3: "
+    "acceptable for a person); the entity join is ENTITY_BY_ID"
 )
 MEMBER_HAS_NO_SCOPE = (
     "memories_conflictmember has no scope_id, so every read through it (FactQuerySet."
@@ -110,47 +121,85 @@ CLAIMS_BY_ITEM = (
 )
 
 KNOWN_UNFILTERED: dict[Key, str] = {
-    ("GET /conflicts", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("GET /conflicts", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("GET /conflicts", "client", "memories_entity"): ENTITY_BY_ID,
-    ("GET /conflicts", "client", "memories_fact"): MEMBER_HAS_NO_SCOPE,
-    ("GET /facts/{id}", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("GET /facts/{id}", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("GET /facts/{id}", "client", "memories_entity"): ENTITY_BY_ID,
-    ("GET /truth", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("GET /truth", "client", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
-    ("GET /truth", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("GET /truth", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("GET /truth", "client", "memories_entity"): ENTITY_BY_ID,
-    ("POST /facts", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("POST /facts", "claimgraph_open_slot", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("assert", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("assert", "claimgraph_open_slot", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("assert", "client", "memories_conflict"): WRITE_BY_ID + MEMBER_HAS_NO_SCOPE,
-    ("assert", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("assert", "client", "memories_fact"): WRITE_BY_ID,
-    ("assert merged subject", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("assert merged subject", "claimgraph_open_slot", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("assert merged subject", "client", "memories_entity"): ENTITY_BY_ID,
-    ("assert merged subject", "client", "memories_fact"): WRITE_BY_ID,
-    ("assert new subject", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("assert new subject", "claimgraph_open_slot", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("conflicts, global steward", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("conflicts, global steward", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("conflicts, global steward", "client", "memories_entity"): ENTITY_BY_ID,
-    ("conflicts, global steward", "client", "memories_fact"): MEMBER_HAS_NO_SCOPE,
-    ("console conflicts", "client", "memories_entity"): ENTITY_BY_ID,
-    ("console conflicts", "client", "memories_fact"): MEMBER_HAS_NO_SCOPE,
-    ("console conflicts", "client", "memories_reviewclaim"): CLAIMS_BY_ITEM,
-    ("crawl", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("crawl", "client", "memories_fact"): MEMBER_HAS_NO_SCOPE,
-    ("file challenge", "client", "memories_entity"): ENTITY_BY_ID,
-    ("recall", "claimgraph_merge_in_force", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("recall", "client", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
-    ("recall", "client", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("recall", "client", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
-    ("recall", "client", "memories_entity"): ENTITY_BY_ID,
-    ("record verdict", "client", "memories_entity"): ENTITY_BY_ID,
+    ("GET /conflicts", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("GET /conflicts", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("GET /conflicts", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    (
+        "GET /conflicts",
+        "client",
+        "select",
+        "memories_fact",
+    ): f"{MEMBER_HAS_NO_SCOPE}; and {DISPUTED_BY_ID}",
+    ("GET /facts/{id}", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("GET /facts/{id}", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("GET /facts/{id}", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("GET /facts/{id}", "client", "select", "memories_fact"): DISPUTED_BY_ID,
+    ("GET /truth", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
+    ("GET /truth", "client", "select", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
+    ("GET /truth", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("GET /truth", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("GET /truth", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("POST /facts", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
+    ("POST /facts", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
+    ("assert", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
+    ("assert", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
+    ("assert", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("assert", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("assert", "client", "select", "memories_fact"): f"{WRITE_BY_ID}; and {MEMBER_HAS_NO_SCOPE}",
+    ("assert", "client", "update", "memories_conflict"): WRITE_BY_ID,
+    ("assert", "client", "update", "memories_fact"): WRITE_BY_ID,
+    (
+        "assert merged subject",
+        "claimgraph_merge_in_force",
+        "select",
+        "memories_entitymerge",
+    ): MERGE_IN_FORCE,
+    (
+        "assert merged subject",
+        "claimgraph_open_slot",
+        "select",
+        "memories_entity",
+    ): OPEN_SLOT_BY_NAME,
+    ("assert merged subject", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("assert merged subject", "client", "select", "memories_fact"): WRITE_BY_ID,
+    ("assert merged subject", "client", "update", "memories_fact"): WRITE_BY_ID,
+    (
+        "assert new subject",
+        "claimgraph_merge_in_force",
+        "select",
+        "memories_entitymerge",
+    ): MERGE_IN_FORCE,
+    ("assert new subject", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
+    ("conflicts, global steward", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    (
+        "conflicts, global steward",
+        "client",
+        "select",
+        "memories_conflictmember",
+    ): MEMBER_HAS_NO_SCOPE,
+    ("conflicts, global steward", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    (
+        "conflicts, global steward",
+        "client",
+        "select",
+        "memories_fact",
+    ): f"{MEMBER_HAS_NO_SCOPE}; and {DISPUTED_BY_ID}",
+    ("console conflicts", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("console conflicts", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("console conflicts", "client", "select", "memories_fact"): MEMBER_HAS_NO_SCOPE,
+    ("console conflicts", "client", "select", "memories_reviewclaim"): CLAIMS_BY_ITEM,
+    ("crawl", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("crawl", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("crawl", "client", "select", "memories_fact"): MEMBER_HAS_NO_SCOPE,
+    ("crawl", "client", "update", "memories_fact"): WRITE_BY_ID,
+    ("file challenge", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("recall", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
+    ("recall", "client", "select", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
+    ("recall", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
+    ("recall", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ("recall", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("record verdict", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("record verdict", "client", "select", "memories_fact"): FACT_BY_ID_FOR_A_GLOBAL_STEWARD,
 }
 
 
@@ -232,8 +281,9 @@ def violations(path: str, statements: list[str]) -> dict[Key, str]:
     for where, reading in readings(statements):
         if reading.verdict == ROUTER:
             continue
+        verb = reading.statement.split(None, 1)[0].lower()
         for table in reading.unscoped:
-            key = (path, where, table)
+            key = (path, where, verb, table)
             if key in CROSSES_SCOPES and reading.verdict == EVERY_SHARD:
                 continue
             found.setdefault(key, f"{reading.verdict}: {' '.join(reading.statement.split())}")
@@ -257,10 +307,11 @@ def _crossing(statements: list[str]) -> set[Key]:
     """The CROSSES_SCOPES keys some statement still needs (read as every shard)."""
     needed = set()
     for key in CROSSES_SCOPES:
-        _path, where, table = key
+        _path, where, verb, table = key
         for found_where, reading in readings(statements):
             if (
                 found_where == where
+                and reading.statement.split(None, 1)[0].lower() == verb
                 and reading.verdict == EVERY_SHARD
                 and table in reading.unscoped
             ):
@@ -327,7 +378,7 @@ def test_the_reader_tells_a_scoped_statement_from_an_unscoped_one(statement, ver
 def test_a_statement_naming_no_scope_is_reported_and_an_unlisted_one_fails():
     statement = "SELECT * FROM memories_fact WHERE id = %s"
     assert violations("nowhere", [statement]) == {
-        ("nowhere", "client", "memories_fact"): f"{EVERY_SHARD}: {statement}"
+        ("nowhere", "client", "select", "memories_fact"): f"{EVERY_SHARD}: {statement}"
     }
     with pytest.raises(AssertionError, match="name no scope"):
         held_to_the_lists("nowhere", [statement])
