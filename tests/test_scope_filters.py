@@ -295,8 +295,8 @@ def held_to_the_lists(path: str, statements: list[str]) -> None:
     known = {key for key in KNOWN_UNFILTERED if key[0] == path}
     new = {key: found[key] for key in found.keys() - known}
     gone = known - found.keys()
-    assert not new, "statements on per-scope tables that name no scope:\n" + json.dumps(
-        [[*key, statement] for key, statement in sorted(new.items())], indent=1
+    assert not new, "statements on per-scope tables that name no scope:\n" + "\n".join(
+        f"    {key!r}: REASON,  # {statement[:300]}" for key, statement in sorted(new.items())
     )
     assert not gone, f"KNOWN_UNFILTERED entries that no longer match (remove them): {gone}"
     unused = {k for k in CROSSES_SCOPES if k[0] == path} - found.keys() - _crossing(statements)
@@ -355,6 +355,15 @@ def _crossing(statements: list[str]) -> set[Key]:
         (
             "SELECT * FROM memories_fact f JOIN memories_entity e"
             " ON e.scope_id = f.scope_id AND e.id = f.subject_id WHERE %s = f.scope_id",
+            ROUTER,
+            [],
+        ),
+        # Django's join through a relation on (scope, id) (docs/scale-out.md, step 3).
+        (
+            'SELECT * FROM "memories_fact" INNER JOIN "memories_entity"'
+            ' ON ("memories_fact"."scope_id" = "memories_entity"."scope_id"'
+            ' AND "memories_fact"."subject_id" = "memories_entity"."id")'
+            ' WHERE "memories_fact"."scope_id" = %s',
             ROUTER,
             [],
         ),
