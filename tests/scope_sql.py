@@ -93,6 +93,7 @@ class Token:
     kind: str
     text: str  # identifiers unquoted and lower-cased
     block: int  # the parenthesised block the token stands in
+    chain: tuple[int, ...]  # that block and the blocks around it, innermost first
 
 
 @dataclass
@@ -116,7 +117,6 @@ class Reading:
 def tokens(sql: str) -> list[Token]:
     out: list[Token] = []
     blocks = [0]
-    parents = {0: None}
     counter = 0
     for match in _TOKEN.finditer(sql):
         kind = match.lastgroup
@@ -131,23 +131,16 @@ def tokens(sql: str) -> list[Token]:
             text = text.lower()
         if text == "(":
             counter += 1
-            parents[counter] = blocks[-1]
             blocks.append(counter)
-            out.append(Token("punct", text, counter))
+            out.append(Token("punct", text, counter, tuple(reversed(blocks))))
             continue
         if text == ")":
-            out.append(Token("punct", text, blocks[-1]))
+            out.append(Token("punct", text, blocks[-1], tuple(reversed(blocks))))
             if len(blocks) > 1:
                 blocks.pop()
             continue
-        out.append(Token(kind, text, blocks[-1]))
-    _PARENTS.clear()
-    _PARENTS.update(parents)
+        out.append(Token(kind, text, blocks[-1], tuple(reversed(blocks))))
     return out
-
-
-# The parent of each block of the last statement tokenized (read by _resolve).
-_PARENTS: dict[int, int | None] = {}
 
 
 def _is_name(token: Token) -> bool:
@@ -191,10 +184,9 @@ def _references(toks: list[Token]) -> list[Reference]:
     return refs
 
 
-def _resolve(refs: list[Reference], qualifier: str | None, block: int) -> int | None:
+def _resolve(refs: list[Reference], qualifier: str | None, chain: tuple[int, ...]) -> int | None:
     """The reference a column belongs to: by alias, innermost block first."""
-    current: int | None = block
-    while current is not None:
+    for current in chain:
         here = [n for n, ref in enumerate(refs) if ref.block == current]
         if qualifier is None:
             holders = [n for n in here if refs[n].table in PER_SCOPE]
@@ -206,17 +198,16 @@ def _resolve(refs: list[Reference], qualifier: str | None, block: int) -> int | 
             for n in here:
                 if refs[n].alias == qualifier:
                     return n
-        current = _PARENTS.get(current)
     return None
 
 
-def _column(toks: list[Token], i: int) -> tuple[str | None, str, int, int] | None:
-    """A column reference starting at ``i``: (qualifier, column, block, next index)."""
+def _column(toks: list[Token], i: int) -> tuple[str | None, str, tuple[int, ...], int] | None:
+    """A column reference starting at ``i``: (qualifier, column, its blocks, next index)."""
     if not _is_name(toks[i]) and toks[i].text not in ("new",):
         return None
     if i + 2 < len(toks) and toks[i + 1].text == "." and toks[i + 2].kind == "word":
-        return toks[i].text, toks[i + 2].text, toks[i].block, i + 3
-    return None, toks[i].text, toks[i].block, i + 1
+        return toks[i].text, toks[i + 2].text, toks[i].chain, i + 3
+    return None, toks[i].text, toks[i].chain, i + 1
 
 
 def _constant(toks: list[Token], i: int, refs: list[Reference]) -> bool:
@@ -304,10 +295,10 @@ def read(sql: str) -> Reading:
         column = _column(toks, n)
         if column is None or column[1] != "scope_id":
             continue
-        qualifier, _name, block, after = column
+        qualifier, _name, chain, after = column
         if n > 0 and toks[n - 1].text == ".":
             continue  # the tail of a longer name
-        left = _resolve(refs, qualifier, block)
+        left = _resolve(refs, qualifier, chain)
         # The mirror: <operand> = x.scope_id is found when the reader reaches the
         # operand, if it is a column; a value on the left is read here.
         if (
