@@ -5,11 +5,11 @@ on one shard (a *router* query) when every distributed table it reads is tied
 to one scope: its ``scope_id`` compared with a value (``= %s``, ``= ANY(%s)``,
 ``IN (%s, ...)``, a function's parameter), or equal to the ``scope_id`` of
 another table that is. Tables tied to each other by ``scope_id`` but to no
-value are co-located but unrouted: Citus runs the statement on every shard at once
-(right for the few walks that cross scopes on purpose, wrong on a hot path). A distributed table
-tied to the others by anything else (``fact.subject_id = entity.id``) or by
-nothing is *unscoped*: Citus refuses such a join, or must send the statement
-to every shard.
+value are co-located but unrouted (*every shard*): Citus runs the statement
+on every shard at once, right for the few walks that cross scopes on
+purpose, wrong on a hot path. A distributed table tied to the others by
+anything else (``fact.subject_id = entity.id``) or by nothing is *unscoped*:
+Citus refuses such a join, or must send the statement to every shard.
 
 The reader is deliberately small: it tokenizes, finds the table references
 of every ``FROM``/``JOIN``/``UPDATE``/``INTO`` with their aliases, resolves
