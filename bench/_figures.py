@@ -35,9 +35,8 @@ class Figure:
 
     ``target`` is ``"<= x"``, ``">= x"`` or ``"constant"`` (``value`` is then
     the spread of a count between sizes, so 0 passes). ``p95_ms`` names the
-    reads whose p95 the harness compares between the two sizes. ``queries``,
-    when set, is how many SQL queries the measured read made, which the
-    harness holds equal between the two sizes.
+    reads whose p95 the harness compares between the two sizes, and
+    ``queries`` a request's query count, which must not change between them.
     """
 
     measure: str
