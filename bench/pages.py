@@ -23,14 +23,19 @@ The exports (``/audit/export.csv``, ``.jsonl``) are downloads of the whole
 feed, not pages, and are left out; so are the pages that only answer a POST.
 
 ``measure(store, rounds=3)`` is what ``bench/scale.py`` calls on a store made by
-``bench/generate.py``. Run as a script, it grows a store of its own (open
-conflicts in one scope, facts with verdicts and challenges in four more, audit
-entries) at ``--size`` and at ten times it, and measures both, one after the
-other:
+``bench/generate.py``. Run as a script, it measures stores of ``--sizes`` facts
+made by ``bench/generate.py``, or, without ``--sizes``, stores it grows itself
+(open conflicts in one scope, facts with verdicts and challenges in four more,
+audit entries) at ``--size`` and ten times it; the sizes one after the other:
 
-    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/any .venv/bin/python bench/console.py
-    .venv/bin/python bench/console.py --size 500 --rounds 5 --database cgb_console
-    .venv/bin/python bench/console.py --profile "conflict page" --rounds 5
+    DATABASE_URL=postgresql://postgres@127.0.0.1:5432/any .venv/bin/python bench/pages.py
+    .venv/bin/python bench/pages.py --sizes 20000,200000 --database cgb_console
+    .venv/bin/python bench/pages.py --size 500 --rounds 5
+    .venv/bin/python bench/pages.py --profile "conflict page" --rounds 5
+    .venv/bin/python bench/pages.py --queries     # each page's SQL
+
+(``pages``, not ``console``: the harness imports it by name from ``bench/``,
+where ``console`` would shadow the console app.)
 
 Without DATABASE_URL it runs on the embedded PostgreSQL. It creates and drops
 its own database (``--database``, default ``bench_console``).
@@ -47,8 +52,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 from _figures import Figure, Store, p95
-from _setup import _recreate as recreate_database
-from _setup import drop_database, raw_connection, start_django
+from _setup import create_database, drop_database, raw_connection, start_django
 
 DATABASE = "bench_console"
 DEFAULT_SIZE = 1_000
@@ -634,10 +638,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of timed requests")
     parser.add_argument(
+        "--sizes",
+        default="",
+        help="facts of each store made by bench/generate.py, comma-separated, smallest first"
+        " (instead of the bench's own stores)",
+    )
+    parser.add_argument(
         "--size",
         type=int,
         default=DEFAULT_SIZE,
-        help=f"open conflicts of the small store (default {DEFAULT_SIZE:,});"
+        help=f"open conflicts of the bench's own small store (default {DEFAULT_SIZE:,});"
         f" the large store has {GROWTH}x",
     )
     parser.add_argument("--database", default=DATABASE, help="the bench's own database")
@@ -651,6 +661,12 @@ def main() -> None:
     )
     options = parser.parse_args()
     start_django(options.database)
+    from django.db import connection
+
+    # After Django has loaded the apps: generate puts bench/ first on the path,
+    # where bench/admissions.py would stand in for the admissions app.
+    from generate import generate
+
     try:
         if options.profile or options.queries:
             store = build_store(options.size)
@@ -659,18 +675,17 @@ def main() -> None:
             else:
                 show_queries(store)
             return
-        results = {}
-        for size in (options.size, options.size * GROWTH):
-            recreate_database(options.database)
-            from django.core.management import call_command
-            from django.db import connection
-
-            connection.close()
-            call_command("migrate", verbosity=0)
-            store = build_store(size)
-            results[size] = measure(store, rounds=options.rounds)
-            report(store, results[size])
-        small, large = results.values()
+        sizes = [int(size) for size in options.sizes.split(",") if size]
+        results = []
+        for n, size in enumerate(sizes or (options.size, options.size * GROWTH)):
+            if n:
+                # A fresh database for each store (start_django made the first).
+                connection.close()
+                create_database(options.database)
+            store = generate(size) if sizes else build_store(size)
+            results.append(measure(store, rounds=options.rounds))
+            report(store, results[-1])
+        small, large = results[0], results[-1]
         print("growth (p95 at the large store / at the small one; target <= 1.3):")
         for one, other in zip(small, large, strict=True):
             for key, value in one.p95_ms.items():
