@@ -60,8 +60,9 @@ GROWTH = 10
 # Requests per page, side and round.
 PER_ROUND = 20
 QUERY_TARGET = 12
-# A page's query count is the most any of its first samples needs.
-COUNTED_SAMPLES = 10
+# A page's query count is the most any of its first samples needs (a system
+# fact's page reads its status, a user fact's does not).
+COUNTED_SAMPLES = 20
 RATIO_TARGET = 10
 
 # --- the plain SQL of each page -------------------------------------------------------
@@ -509,12 +510,17 @@ class Timing:
 
 
 def count_queries(server: Server, url: str) -> int:
+    """How many queries a request for ``url`` makes: the fewer of two requests, so that
+    the vocabulary's cache expiring in one of them (two reads) does not count."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    with CaptureQueriesContext(connection) as captured:
-        server.get(url)
-    return len(captured)
+    counts = []
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as captured:
+            server.get(url)
+        counts.append(len(captured))
+    return min(counts)
 
 
 def time_pages(store: Store, rounds: int, per_round: int = PER_ROUND) -> dict[str, Timing]:

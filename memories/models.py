@@ -786,6 +786,9 @@ class EntityMerge(models.Model):
                 condition=~Q(entity=F("into")), name="entity_merge_not_into_itself"
             ),
         ]
+        # The latest records first (the entities page): read in order, the
+        # entities joined for those few, never a hash of every entity.
+        indexes = [models.Index(fields=["at", "id"], name="entity_merge_latest")]
 
     def __str__(self) -> str:
         return f"{self.entity_id} → {self.into_id}"

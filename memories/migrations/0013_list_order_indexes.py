@@ -1,5 +1,5 @@
 """Indexes for lists read across scopes in time order: facts by recorded time, open
-conflicts by age."""
+conflicts by age, entity merge records latest first."""
 
 from django.db import migrations, models
 
@@ -10,6 +10,10 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AddIndex(
+            model_name="entitymerge",
+            index=models.Index(fields=["at", "id"], name="entity_merge_latest"),
+        ),
         migrations.AddIndex(
             model_name="conflict",
             index=models.Index(
