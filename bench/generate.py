@@ -6,9 +6,10 @@ deployment, proportionally to ``facts`` (the figures below are for
 1,000,000), and returns a :class:`bench._figures.Store` naming samples the
 measures use:
 
-- 50 scopes, ``facts / 5`` entities (200,000), a global steward, the agent
-  (member of every scope, with an API token), five more agents, five
-  challengers and one flooding challenger;
+- 50 scopes, ``facts / 5`` entities (200,000; one in seven with an alias), a
+  global steward, a steward of two scopes, the agent (member of every scope,
+  with an API token), five more agents, five challengers and one flooding
+  challenger;
 - ``facts`` facts: one-valued slots (``core/has-version``, ``owned-by``,
   ``works-at``) with superseded history (closed intervals pointing at their
   successor), many-valued slots (``uses``, ``depends-on``, ``deployed-via``,
@@ -38,10 +39,13 @@ batches, with ``session_replication_role = replica`` (as ``bench/admissions.py``
 does): no trigger and no foreign-key check runs during the load, so the
 admissions' derived state is rebuilt from the records afterwards by
 ``admissions_rebuild_state()``, and every foreign key of the loaded tables
-is then checked set-wise with one anti-join each. Sequences are reset past
-the ids written, and the tables analyzed.
+is then checked set-wise with one anti-join each, all in the load's
+transaction (``--checked`` loads with every trigger on instead, for
+comparison). Sequences are reset past the ids written, and the tables
+analyzed.
 
     .venv/bin/python bench/generate.py --facts 100000 [--database NAME] [--seed 0] [--drop]
+        [--checked]
 """
 
 import argparse
@@ -116,24 +120,63 @@ class Loaded:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def generate(facts: int, *, seed: int = 0) -> Store:
-    """Fill the connected (empty, migrated) database with a store of ``facts`` facts."""
-    return _generate(facts, seed=seed)[0]
+def generate(facts: int, *, seed: int = 0, checked: bool = False) -> Store:
+    """Fill the connected (empty, migrated) database with a store of ``facts`` facts.
+
+    ``checked``: load with every trigger on, so PostgreSQL checks each foreign
+    key and the admissions triggers derive their state row by row as for any
+    writer (slower; for tests and for comparison). By default the load skips
+    triggers, rebuilds that state from the records in one statement and
+    checks the foreign keys set-wise, in the same transaction.
+    """
+    return _generate(facts, seed=seed, checked=checked)[0]
 
 
-def _generate(facts: int, *, seed: int = 0) -> tuple[Store, Loaded]:
+def _generate(facts: int, *, seed: int = 0, checked: bool = False) -> tuple[Store, Loaded]:
     from django.db import connection, transaction
 
     loaded = Loaded()
     gen = _Generator(facts, seed, loaded)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL session_replication_role = replica")
+        if not checked:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL session_replication_role = replica")
         gen.load(connection)
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL session_replication_role = origin")
-    gen.finish(connection)
+        if checked:
+            gen.timed("foreign keys: deferred checks", lambda: _immediate(connection))
+        else:
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL session_replication_role = origin")
+            gen.timed("admissions state: rebuild", lambda: _rebuild(connection))
+            gen.timed("foreign keys: check", lambda: check_foreign_keys(connection, LOADED_TABLES))
+        gen.timed("sequences", lambda: _sequences(connection))
+    gen.timed("analyze", lambda: _analyze(connection))
     return gen.store(), loaded
+
+
+def _immediate(connection) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def _rebuild(connection) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT admissions_rebuild_state()")
+
+
+def _sequences(connection) -> None:
+    """Past the ids written: the entities' (the other tables' ids come from their sequences)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('memories_entity', 'id'),"
+            " (SELECT max(id) FROM memories_entity))"
+        )
+
+
+def _analyze(connection) -> None:
+    with connection.cursor() as cursor:
+        for table in (*LOADED_TABLES, *DERIVED_TABLES):
+            cursor.execute(f"ANALYZE {table}")
 
 
 # --- timestamps --------------------------------------------------------------------
@@ -289,11 +332,12 @@ class _Generator:
 
     def _accounts(self) -> None:
         from django.contrib.auth.models import Group, User
+        from guardian.shortcuts import assign_perm
 
         from accounts.actions import digest_of
         from accounts.models import ApiToken
         from memories.models import Scope
-        from memories.roles import STEWARDS_GROUP
+        from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
 
         rng = self.rng
         self.scopes = [
@@ -309,6 +353,10 @@ class _Generator:
         others = [User.objects.create(username=f"bench-agent-{i}") for i in range(1, 6)]
         challengers = [User.objects.create(username=f"bench-challenger-{i}") for i in range(1, 6)]
         flooder = User.objects.create(username="bench-flooder")
+        # A steward of two scopes only (a guardian object permission).
+        scope_steward = User.objects.create(username="bench-scope-steward", is_staff=True)
+        for scope in self.scopes[:2]:
+            assign_perm(STEWARD_PERMISSION, scope_steward, scope)
         self.writer_ids = [agent.pk, *(user.pk for user in others)]
         self.challenger_ids = [user.pk for user in challengers]
         self.flooder_id = flooder.pk
@@ -347,8 +395,13 @@ class _Generator:
         def lines() -> Iterator[str]:
             for i, name in enumerate(self.entity_names):
                 created = clock.text(i * 7 % (SPAN_MINUTES // 4))
+                key = value_key(name)
+                aliases = alias_keys = "{}"
+                if i % 7 == 3:  # one entity in seven is also known by another name
+                    alias = f"{ENTITY_TYPES[i % 5]} #{i}"
+                    aliases, alias_keys = f'{{"{alias}"}}', f'{{"{value_key(alias)}"}}'
                 yield (
-                    f"{first + i}\t{name}\t{value_key(name)}\t{ENTITY_TYPES[i % 5]}\t{{}}\t{{}}\t"
+                    f"{first + i}\t{name}\t{key}\t{ENTITY_TYPES[i % 5]}\t{aliases}\t{alias_keys}\t"
                     f"{created}\t{self.scope_ids[i % SCOPES]}\n"
                 )
 
@@ -1127,30 +1180,6 @@ class _Generator:
 
     # --- after the load ---------------------------------------------------------------
 
-    def finish(self, connection) -> None:
-        def rebuild() -> None:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT admissions_rebuild_state()")
-
-        self.timed("admissions state: rebuild", rebuild)
-        self.timed("foreign keys: check", lambda: check_foreign_keys(connection, LOADED_TABLES))
-
-        def sequences() -> None:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT setval(pg_get_serial_sequence('memories_entity', 'id'),"
-                    " (SELECT max(id) FROM memories_entity))"
-                )
-
-        self.timed("sequences", sequences)
-
-        def analyze() -> None:
-            with connection.cursor() as cursor:
-                for table in (*LOADED_TABLES, *DERIVED_TABLES):
-                    cursor.execute(f"ANALYZE {table}")
-
-        self.timed("analyze", analyze)
-
     def store(self) -> Store:
         step = max(1, len(self.live_readable) // SAMPLE_FACTS)
         fact_ids = self.live_readable[::step][:SAMPLE_FACTS]
@@ -1241,12 +1270,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--database", default="cgb_generate")
     parser.add_argument("--drop", action="store_true", help="drop the database afterwards")
+    parser.add_argument(
+        "--checked", action="store_true", help="load with every trigger on (see generate())"
+    )
     options = parser.parse_args()
     start_django(options.database)
     started = time.perf_counter()
-    store, loaded = _generate(options.facts, seed=options.seed)
+    store, loaded = _generate(options.facts, seed=options.seed, checked=options.checked)
     elapsed = time.perf_counter() - started
-    print(f"generated {options.facts:,} facts in {elapsed:.1f} s into {options.database}")
+    mode = "checked (every trigger on)" if options.checked else "replica, state rebuilt"
+    print(f"generated {options.facts:,} facts in {elapsed:.1f} s into {options.database} ({mode})")
     for phase, seconds in loaded.timings.items():
         print(f"  {phase:<40} {seconds:8.1f} s")
     print("rows:")

@@ -17,10 +17,11 @@ from django.db.models import Count
 
 from accounts.models import ApiToken
 from admissions import status
-from admissions.models import Record
+from admissions.models import FactVerdict, OpenChallenge, Record, ScopeTally
 from admissions.selectors import fact_status, recall, share_percent
 from memories.actions import assert_fact
 from memories.core.truth import decide_slot, settle
+from memories.crawler import run_crawl
 from memories.models import (
     AuditEntry,
     Bucket,
@@ -35,7 +36,7 @@ from memories.models import (
     Scope,
     TruthSlot,
 )
-from memories.truth import _value_json, load_claims, predicate_spec
+from memories.truth import _value_json, load_claims, predicate_spec, recompute_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
@@ -203,6 +204,18 @@ def test_the_agent_token_reads_facts_and_the_write_path_goes_on(store, client):
             f"/api/v1/facts/{fact_id}", HTTP_AUTHORIZATION=f"Bearer {store.agent_token}"
         )
         assert response.status_code == 200, response.content
+    for scope_id, entity_id in store.subjects[:5]:
+        response = client.get(
+            "/api/v1/truth",
+            {
+                "scope": Scope.objects.get(pk=scope_id).name,
+                "subject": Entity.objects.get(pk=entity_id).name,
+                "limit": 50,
+            },
+            HTTP_AUTHORIZATION=f"Bearer {store.agent_token}",
+        )
+        assert response.status_code == 200, response.content
+        assert 8 <= len(response.json()["results"]) <= 20
     agent = ApiToken.objects.get(user_id=store.agent_id).user
     scope = Scope.objects.get(pk=store.scope_ids[0])
     result = assert_fact(
@@ -280,3 +293,41 @@ def checksum() -> str:
     for row in Record.objects.order_by("id").values_list("id", "fact_id", "role", "inserted_at"):
         digest.update(repr(row).encode())
     return digest.hexdigest()
+
+
+def derived_state() -> tuple:
+    return (
+        sorted(FactVerdict.objects.values_list("fact_id", "verdict", "record_id", "decided_at")),
+        sorted(OpenChallenge.objects.values_list("challenge_id", "fact_id", "author_id")),
+        sorted(ScopeTally.objects.values_list("scope_id", "admitted")),
+    )
+
+
+def test_a_checked_load_derives_the_state_the_fast_load_rebuilds():
+    """With every trigger on, the admissions triggers derive what the rebuild gives."""
+    generate.generate(FACTS, seed=0, checked=True)
+    incremental = derived_state()
+    assert incremental[0] and incremental[1] and incremental[2]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT admissions_rebuild_state()")
+    assert derived_state() == incremental
+
+
+def test_the_store_is_settled_a_crawler_pass_and_recomputes_change_nothing(store, settings):
+    # Decay depends on the real clock; the pass is asked about everything else.
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = 0.0
+    entries, conflicts = AuditEntry.objects.count(), Conflict.objects.count()
+    generated = CrawlerRun.objects.get()
+    run = run_crawl()
+    assert set(run.counts.values()) == {0}
+    assert set(run.counts) == set(generated.counts)
+    assert set(run.report) == set(generated.report)
+    assert run.report["slots walked"] == generated.report["slots walked"]
+    slots = [*TruthSlot.objects.order_by("pk")[:50], *TruthSlot.objects.exclude(conflict=None)[:50]]
+    for slot in slots:
+        recomputed = recompute_slot(
+            slot.scope_id, slot.subject_id, slot.predicate_id, now=generate.ANCHOR
+        ).slot
+        assert recomputed.values == slot.values
+        assert recomputed.conflict_id == slot.conflict_id
+    assert (AuditEntry.objects.count(), Conflict.objects.count()) == (entries, conflicts)

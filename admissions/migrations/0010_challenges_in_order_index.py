@@ -1,0 +1,17 @@
+"""An index of challenges in filing order, for the lists that read every scope's."""
+
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('admissions', '0009_sql_files'),
+    ]
+
+    operations = [
+        migrations.AddIndex(
+            model_name='record',
+            index=models.Index(condition=models.Q(('role', 'challenge')), fields=['inserted_at', 'id'], name='record_challenges_in_order'),
+        ),
+    ]
