@@ -65,6 +65,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import Store
 from _setup import drop_database, start_django
 
+# The pure core reads no settings: it can be imported before Django is set
+# up. What reads the database is imported where it is used, after
+# start_django (the command line) or the harness has set Django up.
+from memories.core.confidence import effective_confidence, fact_decays
+from memories.core.crawl import ACTIONS, DECAYED, OPENED_CONFLICT, SUPERSEDED, crawler_rule
+from memories.core.decisions import Evidence
+from memories.core.effects import SUPERSEDE_RULE, write_path_rule
+from memories.core.normalize import value_key
+from memories.core.truth import Claim, decide_slot, semantics_version, settle, truth_rule
+
 SCOPES = 50
 # The store's "now": every timestamp lies before it, so one seed gives one store.
 ANCHOR = datetime(2026, 11, 1, tzinfo=UTC)
@@ -107,8 +117,10 @@ WRITE_PATH_KINDS = {
     "backdated": "valid from before a standing fact",
     "outranked": "a more trusted source stands",
     "revenant": "a low-trust source revives a retired value",
-    "contradiction": "predicate policy review",
 }
+# Conflicts without an incoming side: every member disputed. The crawler's,
+# a revert's, and truth maintenance's (a contradiction it would not decide).
+ALL_DISPUTED_KINDS = ("crawler", "reverted", "contradiction")
 SUPERSEDE_REASON = "predicate policy supersede"
 
 
@@ -380,7 +392,6 @@ class _Generator:
         )
 
     def _entities(self) -> None:
-        from memories.core.normalize import value_key
 
         with self.connection.cursor() as cursor:
             cursor.execute("SELECT coalesce(max(id), 0) + 1 FROM memories_entity")
@@ -554,7 +565,6 @@ class _Generator:
         old.superseded_by = new.id
         # A write later than the old fact's last reinforcement.
         old.reinforced = min(old.reinforced, old.invalidated_at)
-        from memories.core.effects import SUPERSEDE_RULE
 
         rows.audit.append(
             (
@@ -575,10 +585,16 @@ class _Generator:
             )
         )
 
-    def _invalidate(self, rows: "_Rows", f: _Fact) -> None:
+    def _invalidate(self, rows: "_Rows", f: _Fact, *, before: int | None = None) -> None:
+        """A steward ends ``f`` a while after it began (and before ``before``)."""
         rng = self.rng
-        end = min(SPAN_MINUTES - 1, f.t_valid + rng.randrange(DAY, 60 * DAY))
-        if end <= f.t_valid or end < f.recorded:
+        end = min(
+            SPAN_MINUTES - 1 if before is None else before,
+            f.t_valid + rng.randrange(DAY, 60 * DAY),
+        )
+        if end <= max(f.t_valid, f.recorded):
+            if before is not None:
+                raise AssertionError("no room to invalidate before the given time")
             return
         before = {
             "t_invalid": None,
@@ -645,8 +661,10 @@ class _Generator:
             return
         budget = self.budget[subject]
         free_one = list(ONE_PREDICATES)
+        free_many = list(MANY_PREDICATES)
         for kind in self.subject_conflicts.get(subject, ()):
-            self._conflict(rows, subject, free_one.pop(0), kind)
+            predicate = free_many.pop(0) if kind == "revenant" else free_one.pop(0)
+            self._conflict(rows, subject, predicate, kind)
         if subject in self.subject_conflicts:
             return
         free_many = list(MANY_PREDICATES)
@@ -761,7 +779,7 @@ class _Generator:
         t = rng.randrange(DAY, SPAN_MINUTES // 2)
         later = min(SPAN_MINUTES - DAY, t + rng.randrange(DAY, 90 * DAY))
         members: list[tuple[_Fact, str, bool]]
-        if kind in ("crawler", "reverted"):
+        if kind in ALL_DISPUTED_KINDS:
             a = self._fact(
                 rows, subject, predicate, self._value(predicate, subject, taken), t_valid=t
             )
@@ -775,8 +793,12 @@ class _Generator:
             incoming_source = "agent-note" if kind in ("outranked", "revenant") else None
             old_value = None
             if kind == "revenant":
+                # On a many-valued predicate (SPEC §2): a value a steward retired
+                # comes back from a low-trust source beside a live rival.
                 old_value = self._value(predicate, subject, taken)
                 buried = self._fact(rows, subject, predicate, old_value, t_valid=t, source="code")
+                buried.recorded = t
+                self._invalidate(rows, buried, before=later - 1)
                 t = min(later - 1, t + rng.randrange(DAY, 30 * DAY))
             existing = self._fact(
                 rows,
@@ -787,8 +809,6 @@ class _Generator:
                 source=existing_source or "code",
                 epistemic="commitment" if kind == "commitment" else None,
             )
-            if kind == "revenant":
-                self._supersede(rows, buried, existing)
             incoming_t = rng.randrange(0, t) if kind == "backdated" else later
             incoming = self._fact(
                 rows,
@@ -799,6 +819,8 @@ class _Generator:
                 source=incoming_source or "session-log",
             )
             incoming.recorded = max(incoming.recorded, existing.recorded + 1)
+            if kind == "revenant":
+                incoming.recorded = max(incoming.recorded, buried.invalidated_at + 1)
             incoming.reinforced = max(incoming.reinforced, incoming.recorded)
             members = [(incoming, "incoming", True), (existing, "existing", False)]
             opened = incoming.recorded
@@ -813,8 +835,6 @@ class _Generator:
                 rows.disputed.add(fact.id)
         scope = self.scope_ids[subject % SCOPES]
         if kind == "crawler":
-            from memories.core.crawl import crawler_rule
-
             rows.audit.append(
                 (
                     opened,
@@ -829,9 +849,24 @@ class _Generator:
                     None,
                 )
             )
+        elif kind == "contradiction":
+            # Opened by truth maintenance: a single-winner verdict is never acted on.
+            rows.audit.append(
+                (
+                    opened,
+                    scope,
+                    "opened-conflict",
+                    "conflict",
+                    conflict_id,
+                    None,
+                    {"kind": kind, "members": [m[0].id for m in members]},
+                    "the adjudicator's verdict: single_winner; not acted on: a single winner is "
+                    "a contradiction, for a human to resolve",
+                    truth_rule("adjudicator", "single_winner"),
+                    None,
+                )
+            )
         elif kind != "reverted":
-            from memories.core.effects import write_path_rule
-
             incoming, existing = members[0][0], members[1][0]
             rows.audit.append(
                 (
@@ -853,9 +888,6 @@ class _Generator:
     # --- truth slots ----------------------------------------------------------------
 
     def _truth(self, rows: "_Rows") -> None:
-        from memories.core.confidence import effective_confidence, fact_decays
-        from memories.core.decisions import Evidence
-        from memories.core.truth import Claim, decide_slot, semantics_version, settle
         from memories.truth import _value_json, predicate_spec
 
         specs = {p.pk: predicate_spec(p) for p in self.predicates.values()}
@@ -1160,7 +1192,6 @@ class _Generator:
         ]
 
     def _crawler_run(self) -> None:
-        from memories.core.crawl import ACTIONS, DECAYED, OPENED_CONFLICT, SUPERSEDED
         from memories.models import CrawlerRun
 
         counts = dict.fromkeys(ACTIONS, 0)

@@ -99,11 +99,23 @@ def test_every_conflict_kind_with_members_as_the_write_path_gives(store):
     assert set(Conflict.objects.values_list("kind", flat=True)) == set(ConflictKind.values)
     assert not Conflict.objects.annotate(n=Count("members")).filter(n__lt=2).exists()
     # A write-path conflict: one incoming disputed member against standing ones.
-    for conflict in Conflict.objects.exclude(kind__in=["crawler", "reverted"]):
+    for conflict in Conflict.objects.exclude(kind__in=generate.ALL_DISPUTED_KINDS):
         roles = sorted(conflict.members.values_list("role", "disputes"))
         assert roles == [("existing", False), ("incoming", True)]
-    for conflict in Conflict.objects.filter(kind__in=["crawler", "reverted"]):
+    # Opened by the crawler, a revert or truth maintenance: every member disputed.
+    for conflict in Conflict.objects.filter(kind__in=generate.ALL_DISPUTED_KINDS):
         assert set(conflict.members.values_list("role", "disputes")) == {("existing", True)}
+    # A revenant: a retired value back beside a live rival on a many-valued predicate.
+    for conflict in Conflict.objects.filter(kind="revenant"):
+        incoming = conflict.members.get(role="incoming").fact
+        assert conflict.predicate.cardinality == Cardinality.MANY
+        assert Fact.objects.filter(
+            scope=conflict.scope,
+            subject=conflict.subject,
+            predicate=conflict.predicate,
+            object_key=incoming.object_key,
+            invalidation_kind="invalidated",
+        ).exists()
 
 
 def test_one_valued_slots_hold_one_undisputed_value_unless_a_conflict_holds_them(store):
