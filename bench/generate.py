@@ -32,17 +32,19 @@ measures use:
   entries of the admission actions, whose before/after hold statuses, are
   not generated);
 - one finished ``CrawlerRun`` with the counts and report a pass over this
-  store would store (no real pass is run).
+  store stores: every slot walked, nothing changed, since the store is
+  settled (no real pass is run; the test runs one at a small size).
 
 Rows are built in Python with cheap arithmetic and written with COPY in
-batches, with ``session_replication_role = replica`` (as ``bench/admissions.py``
-does): no trigger and no foreign-key check runs during the load, so the
-admissions' derived state is rebuilt from the records afterwards by
-``admissions_rebuild_state()``, and every foreign key of the loaded tables
-is then checked set-wise with one anti-join each, all in the load's
-transaction (``--checked`` loads with every trigger on instead, for
-comparison). Sequences are reset past the ids written, and the tables
-vacuumed and analyzed.
+batches (one batch's COPY overlapping the building of the next, in a second
+thread on the same connection), with ``session_replication_role = replica``
+(as ``bench/admissions.py`` does): no trigger and no foreign-key check runs
+during the load, so the admissions' derived state is rebuilt from the
+records afterwards by ``admissions_rebuild_state()``, and every foreign key
+of the loaded tables is then checked set-wise with one anti-join each, all
+in the load's transaction (``--checked`` loads with every trigger on
+instead, for comparison). Sequences are reset past the ids written, and the
+tables vacuumed and analyzed.
 
     .venv/bin/python bench/generate.py --facts 100000 [--database NAME] [--seed 0] [--drop]
         [--checked]
@@ -56,6 +58,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -69,7 +72,7 @@ from _setup import drop_database, start_django
 # up. What reads the database is imported where it is used, after
 # start_django (the command line) or the harness has set Django up.
 from memories.core.confidence import effective_confidence, fact_decays
-from memories.core.crawl import ACTIONS, DECAYED, OPENED_CONFLICT, SUPERSEDED, crawler_rule
+from memories.core.crawl import ACTIONS, crawler_rule
 from memories.core.decisions import Evidence
 from memories.core.effects import SUPERSEDE_RULE, write_path_rule
 from memories.core.normalize import value_key
@@ -82,7 +85,7 @@ SPAN_MINUTES = 400 * 24 * 60
 START = ANCHOR - timedelta(minutes=SPAN_MINUTES)
 DAY = 24 * 60
 # Facts are written in batches of about this many, one COPY per table each.
-BATCH_FACTS = 100_000
+BATCH_FACTS = 50_000
 RICH_SUBJECTS = 200
 SAMPLE_FACTS = 1_000
 FLOOD_SCOPES = 3
@@ -306,7 +309,6 @@ class _Generator:
         self.rich_fact_ids: set[str] = set()
         # Live facts the agent may read: system ones and its own private ones.
         self.live_readable: list[str] = []
-        self.crawler_conflicts = 0
         self.share_percent = share_percent()
         self.decay_threshold = settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD
 
@@ -324,7 +326,10 @@ class _Generator:
     # --- load ---------------------------------------------------------------------
 
     def load(self, connection) -> None:
-        self.connection = connection
+        connection.ensure_connection()
+        # The psycopg connection itself: the COPY thread uses it too, and
+        # Django's wrapper belongs to the thread that opened it.
+        self.connection = connection.connection
         self.timed("accounts and scopes", self._accounts)
         self.timed("entities", self._entities)
         self._plan()
@@ -336,7 +341,7 @@ class _Generator:
         written = 0
         with (
             self.connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
         ):
             chunk: list[str] = []
             for line in lines:
@@ -401,7 +406,6 @@ class _Generator:
         )
 
     def _entities(self) -> None:
-
         with self.connection.cursor() as cursor:
             cursor.execute("SELECT coalesce(max(id), 0) + 1 FROM memories_entity")
             (first,) = cursor.fetchone()
@@ -459,10 +463,10 @@ class _Generator:
         for j in range(conflicts):
             pool = first_subjects if j < in_first else others
             k = j if j < in_first else j - in_first
-            subject = pool[k % len(pool)]
-            slots = self.subject_conflicts.setdefault(subject, [])
-            if len(slots) < len(ONE_PREDICATES):
-                slots.append(kinds[j % len(kinds)])
+            # At most one conflict per one-valued predicate of a subject.
+            while len(self.subject_conflicts.get(pool[k % len(pool)], ())) >= len(ONE_PREDICATES):
+                k += 1
+            self.subject_conflicts.setdefault(pool[k % len(pool)], []).append(kinds[j % len(kinds)])
         self.conflict_scope_id = self.scope_ids[0]
         # Facts per subject: 15 for rich ones, the conflicts' own, then the rest
         # spread so the total is exactly n.
@@ -490,28 +494,60 @@ class _Generator:
     # --- facts, conflicts, truth slots and audit entries, in batches ---------------
 
     def _facts_and_truth(self) -> None:
+        """Batch after batch: build the rows and decide the slots, then COPY them.
+
+        One batch's COPY runs in a second thread while the next batch is
+        built, on the same connection and transaction (the builder does not
+        touch the database), so PostgreSQL's work on a batch overlaps
+        Python's on the next. The rows are made in the main thread only, in
+        order, so the seed still fixes them.
+        """
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            pending = None
+            for subjects in self._batches():
+                rows = self._build(subjects)
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(self._write, rows)
+            if pending is not None:
+                pending.result()
+        self.loaded.timings["facts and truth slots (overlapped)"] = time.perf_counter() - started
+
+    def _batches(self) -> Iterator[list[int]]:
         batch: list[int] = []
         size = 0
         for subject in range(self.entities_n):
             batch.append(subject)
             size += self.budget[subject]
             if size >= BATCH_FACTS:
-                self._batch(batch)
+                yield batch
                 batch, size = [], 0
         if batch:
-            self._batch(batch)
+            yield batch
 
-    def _batch(self, subjects: list[int]) -> None:
+    def _build(self, subjects: list[int]) -> "_Rows":
         rows = _Rows()
         started = time.perf_counter()
         for subject in subjects:
             self._subject(subject, rows)
-        self.loaded.timings["facts: build rows"] = self.loaded.timings.get(
-            "facts: build rows", 0.0
-        ) + (time.perf_counter() - started)
-        self.timed("truth slots: decide", lambda: self._truth(rows))
-        self.timed("facts: copy", lambda: self._copy_facts(rows))
-        self.timed("conflicts, truth slots, audit: copy", lambda: self._copy_rest(rows))
+        self._time("  facts: build rows", started)
+        started = time.perf_counter()
+        self._truth(rows)
+        self._time("  truth slots: decide", started)
+        return rows
+
+    def _write(self, rows: "_Rows") -> None:
+        started = time.perf_counter()
+        self._copy_facts(rows)
+        self._time("  facts: copy", started)
+        started = time.perf_counter()
+        self._copy_rest(rows)
+        self._time("  conflicts, truth slots, audit: copy", started)
+
+    def _time(self, phase: str, started: float) -> None:
+        timings = self.loaded.timings
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
 
     def _fact(
         self,
@@ -901,7 +937,7 @@ class _Generator:
 
         specs = {p.pk: predicate_spec(p) for p in self.predicates.values()}
         versions = {pk: semantics_version(spec) for pk, spec in specs.items()}
-        sources = {name: s for name, s in self.sources.items()}
+        sources = self.sources
         now = ANCHOR
         slots: dict[tuple[int, int, int], list[_Fact]] = {}
         for f in rows.facts:
@@ -972,7 +1008,6 @@ class _Generator:
     def _copy_facts(self, rows: "_Rows") -> None:
         text = self.clock.text
         sources = {name: s.pk for name, s in self.sources.items()}
-        evidence_json: Callable = _json
 
         def lines() -> Iterator[str]:
             for f in rows.facts:
@@ -980,7 +1015,7 @@ class _Generator:
                     f"{f.id}\t{f.scope}\t{f.subject}\t{f.predicate}\t{f.kind}\t{_null(f.ref)}\t"
                     f"{'\\N' if f.lit is None else f.lit}\t{f.key}\t{f.epistemic}\t"
                     f"{sources[f.source]}\t{f.confidence}\t{f.episode}\t{f.statement}\t"
-                    f"{evidence_json(f.evidence) if f.evidence else '[]'}\t{f.author}\t{f.bucket}\t"
+                    f"{_json(f.evidence) if f.evidence else '[]'}\t{f.author}\t{f.bucket}\t"
                     f"{text(f.t_valid)}\t{text(f.t_invalid)}\t{text(f.recorded)}\t"
                     f"{text(f.reinforced)}\t{text(f.invalidated_at)}\t{_null(f.invalidated_by)}\t"
                     f"{f.invalidation_kind}\t{f.invalidation_reason}\t{_null(f.superseded_by)}\t"
@@ -1073,7 +1108,6 @@ class _Generator:
                 ) in rows.audit
             ),
         )
-        self.crawler_conflicts += sum(1 for c in rows.conflicts if c[1] == "crawler")
 
     # --- admission records ------------------------------------------------------------
 
@@ -1203,16 +1237,17 @@ class _Generator:
     def _crawler_run(self) -> None:
         from memories.models import CrawlerRun
 
-        counts = dict.fromkeys(ACTIONS, 0)
-        counts[OPENED_CONFLICT] = self.crawler_conflicts
-        counts[SUPERSEDED] = counts[DECAYED] = 0
+        # The pass a crawler makes over this store at ANCHOR: it walks every
+        # slot with a live system fact (one truth slot each) and, the store
+        # being settled, changes nothing (the crawler's own conflicts were
+        # opened by earlier passes; nothing has decayed below the threshold).
         CrawlerRun.objects.create(
             started_at=ANCHOR - timedelta(hours=1),
             finished_at=ANCHOR - timedelta(minutes=20),
-            counts=counts,
+            counts=dict.fromkeys(ACTIONS, 0),
             report={
                 "slots walked": self.counts.get("memories_truthslot", 0),
-                "slots changed": self.crawler_conflicts,
+                "slots changed": 0,
                 "decay threshold": self.decay_threshold,
             },
         )
