@@ -31,8 +31,8 @@ measures use:
   supersession, every human invalidation and every conflict opened (the
   entries of the admission actions, whose before/after hold statuses, are
   not generated);
-- one finished ``CrawlerRun`` with the counts and report a pass over this
-  store stores: every slot walked, nothing changed, since the store is
+- one finished ``CrawlerRun`` with the counts and report a full pass over
+  this store stores: every slot walked, nothing changed, since the store is
   settled (no real pass is run; the test runs one at a small size).
 
 Rows are built in Python with cheap arithmetic and written with COPY in
@@ -166,6 +166,7 @@ def generate_timed(facts: int, *, seed: int = 0, checked: bool = False) -> tuple
             gen.timed("admissions state: rebuild", lambda: _rebuild(connection))
             gen.timed("foreign keys: check", lambda: check_foreign_keys(connection, LOADED_TABLES))
         gen.timed("sequences", lambda: _sequences(connection))
+    gen.timed("crawler run", gen._crawler_run)
     gen.timed("vacuum, analyze", lambda: _analyze(connection))
     return gen.store(), loaded
 
@@ -310,7 +311,6 @@ class _Generator:
         # Live facts the agent may read: system ones and its own private ones.
         self.live_readable: list[str] = []
         self.share_percent = share_percent()
-        self.decay_threshold = settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD
 
     # The ids of the rows a seed makes: random but reproducible.
     def uuid(self) -> str:
@@ -335,7 +335,6 @@ class _Generator:
         self._plan()
         self._facts_and_truth()
         self.timed("admission records", self._records)
-        self.timed("crawler run", self._crawler_run)
 
     def _copy(self, table: str, columns: str, lines: Iterator[str] | list[str]) -> int:
         written = 0
@@ -1235,20 +1234,42 @@ class _Generator:
         ]
 
     def _crawler_run(self) -> None:
-        from memories.models import CrawlerRun
+        """The pass a crawler makes over this store at ANCHOR, stored as ``run_crawl`` stores it.
 
-        # The pass a crawler makes over this store at ANCHOR: it walks every
-        # slot with a live system fact (one truth slot each) and, the store
-        # being settled, changes nothing (the crawler's own conflicts were
-        # opened by earlier passes; nothing has decayed below the threshold).
+        A full pass: it walks every slot with a live system fact (one truth
+        slot each) and, the store being settled, changes nothing (the
+        crawler's own conflicts were opened by earlier passes; nothing has
+        decayed below the threshold). Its watermark and basis are read as
+        ``memories.crawler`` reads them, after the load: a pass that builds
+        on this one sees the load as written before it. Its full pass is a
+        month old by now, so the next ``run_crawl()`` is a full one anyway.
+        """
+        from django.conf import settings
+
+        from memories.core.crawl import DecaySettings
+        from memories.crawler import _basis, _transactions
+        from memories.models import CrawlerRun
+        from memories.vocabulary import load_vocabulary
+
+        started = ANCHOR - timedelta(hours=1)
+        _, database, watermark = _transactions()
+        decay = DecaySettings(
+            threshold=settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD,
+            half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
+            floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
+        )
         CrawlerRun.objects.create(
-            started_at=ANCHOR - timedelta(hours=1),
+            started_at=started,
             finished_at=ANCHOR - timedelta(minutes=20),
             counts=dict.fromkeys(ACTIONS, 0),
             report={
                 "slots walked": self.counts.get("memories_truthslot", 0),
                 "slots changed": 0,
-                "decay threshold": self.decay_threshold,
+                "decay threshold": decay.threshold,
+                "walk": "full",
+                "watermark": watermark,
+                "basis": _basis(load_vocabulary(), decay, database),
+                "full pass": started.isoformat(),
             },
         )
         self.counts["memories_crawlerrun"] = 1
