@@ -31,18 +31,20 @@ measures use:
   supersession, every human invalidation and every conflict opened (the
   entries of the admission actions, whose before/after hold statuses, are
   not generated);
-- one finished ``CrawlerRun`` with the counts and report a pass over this
-  store would store (no real pass is run).
+- one finished ``CrawlerRun`` with the counts and report a full pass over
+  this store stores: every slot walked, nothing changed, since the store is
+  settled (no real pass is run; the test runs one at a small size).
 
 Rows are built in Python with cheap arithmetic and written with COPY in
-batches, with ``session_replication_role = replica`` (as ``bench/admissions.py``
-does): no trigger and no foreign-key check runs during the load, so the
-admissions' derived state is rebuilt from the records afterwards by
-``admissions_rebuild_state()``, and every foreign key of the loaded tables
-is then checked set-wise with one anti-join each, all in the load's
-transaction (``--checked`` loads with every trigger on instead, for
-comparison). Sequences are reset past the ids written, and the tables
-analyzed.
+batches (one batch's COPY overlapping the building of the next, in a second
+thread on the same connection), with ``session_replication_role = replica``
+(as ``bench/admissions.py`` does): no trigger and no foreign-key check runs
+during the load, so the admissions' derived state is rebuilt from the
+records afterwards by ``admissions_rebuild_state()``, and every foreign key
+of the loaded tables is then checked set-wise with one anti-join each, all
+in the load's transaction (``--checked`` loads with every trigger on
+instead, for comparison). Sequences are reset past the ids written, and the
+tables vacuumed and analyzed.
 
     .venv/bin/python bench/generate.py --facts 100000 [--database NAME] [--seed 0] [--drop]
         [--checked]
@@ -56,6 +58,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,6 +68,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _figures import Store
 from _setup import drop_database, start_django
 
+# The pure core reads no settings: it can be imported before Django is set
+# up. What reads the database is imported where it is used, after
+# start_django (the command line) or the harness has set Django up.
+from memories.core.confidence import effective_confidence, fact_decays
+from memories.core.crawl import ACTIONS, crawler_rule
+from memories.core.decisions import Evidence
+from memories.core.effects import SUPERSEDE_RULE, write_path_rule
+from memories.core.normalize import value_key
+from memories.core.truth import Claim, decide_slot, semantics_version, settle, truth_rule
+
 SCOPES = 50
 # The store's "now": every timestamp lies before it, so one seed gives one store.
 ANCHOR = datetime(2026, 11, 1, tzinfo=UTC)
@@ -72,7 +85,7 @@ SPAN_MINUTES = 400 * 24 * 60
 START = ANCHOR - timedelta(minutes=SPAN_MINUTES)
 DAY = 24 * 60
 # Facts are written in batches of about this many, one COPY per table each.
-BATCH_FACTS = 100_000
+BATCH_FACTS = 50_000
 RICH_SUBJECTS = 200
 SAMPLE_FACTS = 1_000
 FLOOD_SCOPES = 3
@@ -107,8 +120,10 @@ WRITE_PATH_KINDS = {
     "backdated": "valid from before a standing fact",
     "outranked": "a more trusted source stands",
     "revenant": "a low-trust source revives a retired value",
-    "contradiction": "predicate policy review",
 }
+# Conflicts without an incoming side: every member disputed. The crawler's,
+# a revert's, and truth maintenance's (a contradiction it would not decide).
+ALL_DISPUTED_KINDS = ("crawler", "reverted", "contradiction")
 SUPERSEDE_REASON = "predicate policy supersede"
 
 
@@ -129,10 +144,11 @@ def generate(facts: int, *, seed: int = 0, checked: bool = False) -> Store:
     triggers, rebuilds that state from the records in one statement and
     checks the foreign keys set-wise, in the same transaction.
     """
-    return _generate(facts, seed=seed, checked=checked)[0]
+    return generate_timed(facts, seed=seed, checked=checked)[0]
 
 
-def _generate(facts: int, *, seed: int = 0, checked: bool = False) -> tuple[Store, Loaded]:
+def generate_timed(facts: int, *, seed: int = 0, checked: bool = False) -> tuple[Store, Loaded]:
+    """``generate``, with the seconds each phase took and the rows written per table."""
     from django.db import connection, transaction
 
     loaded = Loaded()
@@ -150,7 +166,8 @@ def _generate(facts: int, *, seed: int = 0, checked: bool = False) -> tuple[Stor
             gen.timed("admissions state: rebuild", lambda: _rebuild(connection))
             gen.timed("foreign keys: check", lambda: check_foreign_keys(connection, LOADED_TABLES))
         gen.timed("sequences", lambda: _sequences(connection))
-    gen.timed("analyze", lambda: _analyze(connection))
+    gen.timed("crawler run", gen._crawler_run)
+    gen.timed("vacuum, analyze", lambda: _analyze(connection))
     return gen.store(), loaded
 
 
@@ -174,9 +191,17 @@ def _sequences(connection) -> None:
 
 
 def _analyze(connection) -> None:
+    """Statistics for the planner; outside a transaction, a VACUUM too.
+
+    VACUUM sets the visibility map and the hint bits, as autovacuum would
+    soon after such a load: without it the first reads of the measures pay
+    for that, and autovacuum runs during them. It cannot run inside a
+    transaction (a test's), where ANALYZE alone is run.
+    """
+    command = "ANALYZE" if connection.in_atomic_block else "VACUUM (ANALYZE)"
     with connection.cursor() as cursor:
         for table in (*LOADED_TABLES, *DERIVED_TABLES):
-            cursor.execute(f"ANALYZE {table}")
+            cursor.execute(f"{command} {table}")
 
 
 # --- timestamps --------------------------------------------------------------------
@@ -285,9 +310,7 @@ class _Generator:
         self.rich_fact_ids: set[str] = set()
         # Live facts the agent may read: system ones and its own private ones.
         self.live_readable: list[str] = []
-        self.crawler_conflicts = 0
         self.share_percent = share_percent()
-        self.decay_threshold = settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD
 
     # The ids of the rows a seed makes: random but reproducible.
     def uuid(self) -> str:
@@ -303,19 +326,21 @@ class _Generator:
     # --- load ---------------------------------------------------------------------
 
     def load(self, connection) -> None:
-        self.connection = connection
+        connection.ensure_connection()
+        # The psycopg connection itself: the COPY thread uses it too, and
+        # Django's wrapper belongs to the thread that opened it.
+        self.connection = connection.connection
         self.timed("accounts and scopes", self._accounts)
         self.timed("entities", self._entities)
         self._plan()
         self._facts_and_truth()
         self.timed("admission records", self._records)
-        self.timed("crawler run", self._crawler_run)
 
     def _copy(self, table: str, columns: str, lines: Iterator[str] | list[str]) -> int:
         written = 0
         with (
             self.connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
+            cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy,
         ):
             chunk: list[str] = []
             for line in lines:
@@ -380,8 +405,6 @@ class _Generator:
         )
 
     def _entities(self) -> None:
-        from memories.core.normalize import value_key
-
         with self.connection.cursor() as cursor:
             cursor.execute("SELECT coalesce(max(id), 0) + 1 FROM memories_entity")
             (first,) = cursor.fetchone()
@@ -439,10 +462,10 @@ class _Generator:
         for j in range(conflicts):
             pool = first_subjects if j < in_first else others
             k = j if j < in_first else j - in_first
-            subject = pool[k % len(pool)]
-            slots = self.subject_conflicts.setdefault(subject, [])
-            if len(slots) < len(ONE_PREDICATES):
-                slots.append(kinds[j % len(kinds)])
+            # At most one conflict per one-valued predicate of a subject.
+            while len(self.subject_conflicts.get(pool[k % len(pool)], ())) >= len(ONE_PREDICATES):
+                k += 1
+            self.subject_conflicts.setdefault(pool[k % len(pool)], []).append(kinds[j % len(kinds)])
         self.conflict_scope_id = self.scope_ids[0]
         # Facts per subject: 15 for rich ones, the conflicts' own, then the rest
         # spread so the total is exactly n.
@@ -470,28 +493,60 @@ class _Generator:
     # --- facts, conflicts, truth slots and audit entries, in batches ---------------
 
     def _facts_and_truth(self) -> None:
+        """Batch after batch: build the rows and decide the slots, then COPY them.
+
+        One batch's COPY runs in a second thread while the next batch is
+        built, on the same connection and transaction (the builder does not
+        touch the database), so PostgreSQL's work on a batch overlaps
+        Python's on the next. The rows are made in the main thread only, in
+        order, so the seed still fixes them.
+        """
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            pending = None
+            for subjects in self._batches():
+                rows = self._build(subjects)
+                if pending is not None:
+                    pending.result()
+                pending = writer.submit(self._write, rows)
+            if pending is not None:
+                pending.result()
+        self.loaded.timings["facts and truth slots (overlapped)"] = time.perf_counter() - started
+
+    def _batches(self) -> Iterator[list[int]]:
         batch: list[int] = []
         size = 0
         for subject in range(self.entities_n):
             batch.append(subject)
             size += self.budget[subject]
             if size >= BATCH_FACTS:
-                self._batch(batch)
+                yield batch
                 batch, size = [], 0
         if batch:
-            self._batch(batch)
+            yield batch
 
-    def _batch(self, subjects: list[int]) -> None:
+    def _build(self, subjects: list[int]) -> "_Rows":
         rows = _Rows()
         started = time.perf_counter()
         for subject in subjects:
             self._subject(subject, rows)
-        self.loaded.timings["facts: build rows"] = self.loaded.timings.get(
-            "facts: build rows", 0.0
-        ) + (time.perf_counter() - started)
-        self.timed("truth slots: decide", lambda: self._truth(rows))
-        self.timed("facts: copy", lambda: self._copy_facts(rows))
-        self.timed("conflicts, truth slots, audit: copy", lambda: self._copy_rest(rows))
+        self._time("  facts: build rows", started)
+        started = time.perf_counter()
+        self._truth(rows)
+        self._time("  truth slots: decide", started)
+        return rows
+
+    def _write(self, rows: "_Rows") -> None:
+        started = time.perf_counter()
+        self._copy_facts(rows)
+        self._time("  facts: copy", started)
+        started = time.perf_counter()
+        self._copy_rest(rows)
+        self._time("  conflicts, truth slots, audit: copy", started)
+
+    def _time(self, phase: str, started: float) -> None:
+        timings = self.loaded.timings
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - started
 
     def _fact(
         self,
@@ -554,7 +609,6 @@ class _Generator:
         old.superseded_by = new.id
         # A write later than the old fact's last reinforcement.
         old.reinforced = min(old.reinforced, old.invalidated_at)
-        from memories.core.effects import SUPERSEDE_RULE
 
         rows.audit.append(
             (
@@ -575,10 +629,16 @@ class _Generator:
             )
         )
 
-    def _invalidate(self, rows: "_Rows", f: _Fact) -> None:
+    def _invalidate(self, rows: "_Rows", f: _Fact, *, before: int | None = None) -> None:
+        """A steward ends ``f`` a while after it began (and before ``before``)."""
         rng = self.rng
-        end = min(SPAN_MINUTES - 1, f.t_valid + rng.randrange(DAY, 60 * DAY))
-        if end <= f.t_valid or end < f.recorded:
+        end = min(
+            SPAN_MINUTES - 1 if before is None else before,
+            f.t_valid + rng.randrange(DAY, 60 * DAY),
+        )
+        if end <= max(f.t_valid, f.recorded):
+            if before is not None:
+                raise AssertionError("no room to invalidate before the given time")
             return
         before = {
             "t_invalid": None,
@@ -645,8 +705,10 @@ class _Generator:
             return
         budget = self.budget[subject]
         free_one = list(ONE_PREDICATES)
+        free_many = list(MANY_PREDICATES)
         for kind in self.subject_conflicts.get(subject, ()):
-            self._conflict(rows, subject, free_one.pop(0), kind)
+            predicate = free_many.pop(0) if kind == "revenant" else free_one.pop(0)
+            self._conflict(rows, subject, predicate, kind)
         if subject in self.subject_conflicts:
             return
         free_many = list(MANY_PREDICATES)
@@ -761,7 +823,7 @@ class _Generator:
         t = rng.randrange(DAY, SPAN_MINUTES // 2)
         later = min(SPAN_MINUTES - DAY, t + rng.randrange(DAY, 90 * DAY))
         members: list[tuple[_Fact, str, bool]]
-        if kind in ("crawler", "reverted"):
+        if kind in ALL_DISPUTED_KINDS:
             a = self._fact(
                 rows, subject, predicate, self._value(predicate, subject, taken), t_valid=t
             )
@@ -775,8 +837,12 @@ class _Generator:
             incoming_source = "agent-note" if kind in ("outranked", "revenant") else None
             old_value = None
             if kind == "revenant":
+                # On a many-valued predicate (SPEC §2): a value a steward retired
+                # comes back from a low-trust source beside a live rival.
                 old_value = self._value(predicate, subject, taken)
                 buried = self._fact(rows, subject, predicate, old_value, t_valid=t, source="code")
+                buried.recorded = t
+                self._invalidate(rows, buried, before=later - 1)
                 t = min(later - 1, t + rng.randrange(DAY, 30 * DAY))
             existing = self._fact(
                 rows,
@@ -787,8 +853,6 @@ class _Generator:
                 source=existing_source or "code",
                 epistemic="commitment" if kind == "commitment" else None,
             )
-            if kind == "revenant":
-                self._supersede(rows, buried, existing)
             incoming_t = rng.randrange(0, t) if kind == "backdated" else later
             incoming = self._fact(
                 rows,
@@ -799,6 +863,8 @@ class _Generator:
                 source=incoming_source or "session-log",
             )
             incoming.recorded = max(incoming.recorded, existing.recorded + 1)
+            if kind == "revenant":
+                incoming.recorded = max(incoming.recorded, buried.invalidated_at + 1)
             incoming.reinforced = max(incoming.reinforced, incoming.recorded)
             members = [(incoming, "incoming", True), (existing, "existing", False)]
             opened = incoming.recorded
@@ -813,8 +879,6 @@ class _Generator:
                 rows.disputed.add(fact.id)
         scope = self.scope_ids[subject % SCOPES]
         if kind == "crawler":
-            from memories.core.crawl import crawler_rule
-
             rows.audit.append(
                 (
                     opened,
@@ -829,9 +893,24 @@ class _Generator:
                     None,
                 )
             )
+        elif kind == "contradiction":
+            # Opened by truth maintenance: a single-winner verdict is never acted on.
+            rows.audit.append(
+                (
+                    opened,
+                    scope,
+                    "opened-conflict",
+                    "conflict",
+                    conflict_id,
+                    None,
+                    {"kind": kind, "members": [m[0].id for m in members]},
+                    "the adjudicator's verdict: single_winner; not acted on: a single winner is "
+                    "a contradiction, for a human to resolve",
+                    truth_rule("adjudicator", "single_winner"),
+                    None,
+                )
+            )
         elif kind != "reverted":
-            from memories.core.effects import write_path_rule
-
             incoming, existing = members[0][0], members[1][0]
             rows.audit.append(
                 (
@@ -853,14 +932,11 @@ class _Generator:
     # --- truth slots ----------------------------------------------------------------
 
     def _truth(self, rows: "_Rows") -> None:
-        from memories.core.confidence import effective_confidence, fact_decays
-        from memories.core.decisions import Evidence
-        from memories.core.truth import Claim, decide_slot, semantics_version, settle
         from memories.truth import _value_json, predicate_spec
 
         specs = {p.pk: predicate_spec(p) for p in self.predicates.values()}
         versions = {pk: semantics_version(spec) for pk, spec in specs.items()}
-        sources = {name: s for name, s in self.sources.items()}
+        sources = self.sources
         now = ANCHOR
         slots: dict[tuple[int, int, int], list[_Fact]] = {}
         for f in rows.facts:
@@ -931,7 +1007,6 @@ class _Generator:
     def _copy_facts(self, rows: "_Rows") -> None:
         text = self.clock.text
         sources = {name: s.pk for name, s in self.sources.items()}
-        evidence_json: Callable = _json
 
         def lines() -> Iterator[str]:
             for f in rows.facts:
@@ -939,7 +1014,7 @@ class _Generator:
                     f"{f.id}\t{f.scope}\t{f.subject}\t{f.predicate}\t{f.kind}\t{_null(f.ref)}\t"
                     f"{'\\N' if f.lit is None else f.lit}\t{f.key}\t{f.epistemic}\t"
                     f"{sources[f.source]}\t{f.confidence}\t{f.episode}\t{f.statement}\t"
-                    f"{evidence_json(f.evidence) if f.evidence else '[]'}\t{f.author}\t{f.bucket}\t"
+                    f"{_json(f.evidence) if f.evidence else '[]'}\t{f.author}\t{f.bucket}\t"
                     f"{text(f.t_valid)}\t{text(f.t_invalid)}\t{text(f.recorded)}\t"
                     f"{text(f.reinforced)}\t{text(f.invalidated_at)}\t{_null(f.invalidated_by)}\t"
                     f"{f.invalidation_kind}\t{f.invalidation_reason}\t{_null(f.superseded_by)}\t"
@@ -1032,7 +1107,6 @@ class _Generator:
                 ) in rows.audit
             ),
         )
-        self.crawler_conflicts += sum(1 for c in rows.conflicts if c[1] == "crawler")
 
     # --- admission records ------------------------------------------------------------
 
@@ -1160,20 +1234,42 @@ class _Generator:
         ]
 
     def _crawler_run(self) -> None:
-        from memories.core.crawl import ACTIONS, DECAYED, OPENED_CONFLICT, SUPERSEDED
-        from memories.models import CrawlerRun
+        """The pass a crawler makes over this store at ANCHOR, stored as ``run_crawl`` stores it.
 
-        counts = dict.fromkeys(ACTIONS, 0)
-        counts[OPENED_CONFLICT] = self.crawler_conflicts
-        counts[SUPERSEDED] = counts[DECAYED] = 0
+        A full pass: it walks every slot with a live system fact (one truth
+        slot each) and, the store being settled, changes nothing (the
+        crawler's own conflicts were opened by earlier passes; nothing has
+        decayed below the threshold). Its watermark and basis are read as
+        ``memories.crawler`` reads them, after the load: a pass that builds
+        on this one sees the load as written before it. Its full pass is a
+        month old by now, so the next ``run_crawl()`` is a full one anyway.
+        """
+        from django.conf import settings
+
+        from memories.core.crawl import DecaySettings
+        from memories.crawler import _basis, _transactions
+        from memories.models import CrawlerRun
+        from memories.vocabulary import load_vocabulary
+
+        started = ANCHOR - timedelta(hours=1)
+        _, database, watermark = _transactions()
+        decay = DecaySettings(
+            threshold=settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD,
+            half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
+            floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
+        )
         CrawlerRun.objects.create(
-            started_at=ANCHOR - timedelta(hours=1),
+            started_at=started,
             finished_at=ANCHOR - timedelta(minutes=20),
-            counts=counts,
+            counts=dict.fromkeys(ACTIONS, 0),
             report={
                 "slots walked": self.counts.get("memories_truthslot", 0),
-                "slots changed": self.crawler_conflicts,
-                "decay threshold": self.decay_threshold,
+                "slots changed": 0,
+                "decay threshold": decay.threshold,
+                "walk": "full",
+                "watermark": watermark,
+                "basis": _basis(load_vocabulary(), decay, database),
+                "full pass": started.isoformat(),
             },
         )
         self.counts["memories_crawlerrun"] = 1
@@ -1276,7 +1372,7 @@ def main() -> None:
     options = parser.parse_args()
     start_django(options.database)
     started = time.perf_counter()
-    store, loaded = _generate(options.facts, seed=options.seed, checked=options.checked)
+    store, loaded = generate_timed(options.facts, seed=options.seed, checked=options.checked)
     elapsed = time.perf_counter() - started
     mode = "checked (every trigger on)" if options.checked else "replica, state rebuilt"
     print(f"generated {options.facts:,} facts in {elapsed:.1f} s into {options.database} ({mode})")

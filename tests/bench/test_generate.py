@@ -99,11 +99,23 @@ def test_every_conflict_kind_with_members_as_the_write_path_gives(store):
     assert set(Conflict.objects.values_list("kind", flat=True)) == set(ConflictKind.values)
     assert not Conflict.objects.annotate(n=Count("members")).filter(n__lt=2).exists()
     # A write-path conflict: one incoming disputed member against standing ones.
-    for conflict in Conflict.objects.exclude(kind__in=["crawler", "reverted"]):
+    for conflict in Conflict.objects.exclude(kind__in=generate.ALL_DISPUTED_KINDS):
         roles = sorted(conflict.members.values_list("role", "disputes"))
         assert roles == [("existing", False), ("incoming", True)]
-    for conflict in Conflict.objects.filter(kind__in=["crawler", "reverted"]):
+    # Opened by the crawler, a revert or truth maintenance: every member disputed.
+    for conflict in Conflict.objects.filter(kind__in=generate.ALL_DISPUTED_KINDS):
         assert set(conflict.members.values_list("role", "disputes")) == {("existing", True)}
+    # A revenant: a retired value back beside a live rival on a many-valued predicate.
+    for conflict in Conflict.objects.filter(kind="revenant"):
+        incoming = conflict.members.get(role="incoming").fact
+        assert conflict.predicate.cardinality == Cardinality.MANY
+        assert Fact.objects.filter(
+            scope=conflict.scope,
+            subject=conflict.subject,
+            predicate=conflict.predicate,
+            object_key=incoming.object_key,
+            invalidation_kind="invalidated",
+        ).exists()
 
 
 def test_one_valued_slots_hold_one_undisputed_value_unless_a_conflict_holds_them(store):
@@ -320,9 +332,10 @@ def test_the_store_is_settled_a_crawler_pass_and_recomputes_change_nothing(store
     generated = CrawlerRun.objects.get()
     run = run_crawl()
     assert set(run.counts.values()) == {0}
-    assert set(run.counts) == set(generated.counts)
+    assert run.counts == generated.counts
     assert set(run.report) == set(generated.report)
-    assert run.report["slots walked"] == generated.report["slots walked"]
+    for key in ("slots walked", "slots changed", "walk"):
+        assert run.report[key] == generated.report[key]
     slots = [*TruthSlot.objects.order_by("pk")[:50], *TruthSlot.objects.exclude(conflict=None)[:50]]
     for slot in slots:
         recomputed = recompute_slot(
@@ -331,3 +344,7 @@ def test_the_store_is_settled_a_crawler_pass_and_recomputes_change_nothing(store
         assert recomputed.values == slot.values
         assert recomputed.conflict_id == slot.conflict_id
     assert (AuditEntry.objects.count(), Conflict.objects.count()) == (entries, conflicts)
+    # With the decay setting of the generated run, a pass has its basis: the
+    # same vocabulary, settings and database.
+    settings.CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = generated.report["decay threshold"]
+    assert run_crawl(full=True).report["basis"] == generated.report["basis"]
