@@ -54,16 +54,12 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _figures import Store
 from _setup import drop_database, start_django

@@ -38,7 +38,8 @@ from memories.models import (
 )
 from memories.truth import _value_json, load_claims, predicate_spec, recompute_slot
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+# Appended, not put first: bench/ holds scripts named like the apps (admissions.py).
+sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))
 
 import generate
 
