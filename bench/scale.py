@@ -9,17 +9,18 @@ baseline measured in the same run (or a query count); the table prints each
 beside its target with PASS or FAIL, and then the growth of every read's p95
 from the small store to the large one (target ≤ 1.3).
 
-The modules, in the order they run (the import and the crawler change the
-store, so they come last):
+The modules, in the order they run (the crawler and the import change the
+store, so they come last; the import last of all, since the facts it adds
+would be walked by a crawler pass after it):
 
 - ``write_path``: ``assert_fact`` and ``POST /api/v1/facts`` against the raw
   write transaction;
 - ``reads``: one fact, a recall over REST and over MCP, the conflicts list,
   against one ``POST /api/v1/facts``;
 - ``pages`` (``bench/pages.py``): every console page against its plain SQL, and one fact's status;
-- ``ingest``: the bulk import against a COPY into a bare table;
 - ``crawler``: a pass against a sequential read of the same facts, and the
-  second pass against the first.
+  second pass against the first;
+- ``ingest``: the bulk import against a COPY into a bare table.
 
     .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--only reads,console] [--keep]
 """
@@ -44,8 +45,8 @@ MEASURES = {
     "write_path": write_path.measure,
     "reads": reads.measure,
     "console": pages.measure,
-    "ingest": ingest.measure,
     "crawler": crawler.measure,
+    "ingest": ingest.measure,
 }
 SIZES = (100_000, 1_000_000)
 GROWTH_TARGET = 1.3
