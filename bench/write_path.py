@@ -58,12 +58,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--facts", type=int, default=2000, help="writes per round and side")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--database", default=DATABASE, help="created, and dropped at the end")
     options = parser.parse_args()
-    start_django(DATABASE)
+    start_django(options.database)
     try:
         run(options.facts, options.rounds)
     finally:
-        drop_database(DATABASE)
+        drop_database(options.database)
 
 
 def run(count: int, rounds: int) -> None:

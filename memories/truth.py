@@ -67,6 +67,7 @@ from memories.models import (
     Fact,
     ObjectKind,
     Predicate,
+    TouchedSlot,
     TruthSlot,
 )
 from memories.slots import lock_slot
@@ -124,6 +125,9 @@ def recompute_slot(
         predicate = Predicate.objects.get(pk=predicate_id)
         spec = predicate_spec(predicate)
         lock_slot(scope_id, subject_id, _slot_name(spec))
+        # Read before the claims: a write that commits after this read leaves
+        # the mark with a new id, which the delete below then keeps.
+        touched = _touch_mark(scope_id, subject_id, predicate_id)
         # The clock is read under the lock, like every writer of the slot.
         now = now or timezone.now()
         claims = load_claims(scope_id, subject_id, predicate_id, now=now)
@@ -150,6 +154,8 @@ def recompute_slot(
             )
         )
         slot = _write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
+        if touched is not None:
+            TouchedSlot.objects.filter(pk=touched).delete()
     return Recomputation(slot, outcome, wants_adjudication=wants)
 
 
@@ -281,6 +287,32 @@ def mark_outdated_slots() -> int:
             .update(stale=True, stale_reason="the predicate's semantics changed")
         )
     return marked
+
+
+def touched_slots(*, limit: int) -> list[tuple[int, int, int]]:
+    """Up to ``limit`` slots that writes touched, as (scope, subject, predicate), oldest first."""
+    return list(
+        TouchedSlot.objects.order_by("touched_at", "id").values_list(
+            "scope_id", "subject_id", "predicate_id"
+        )[:limit]
+    )
+
+
+def forget_touched(scope_id: int, subject_id: int, predicate_id: int) -> None:
+    """Drop the slot's mark (its recompute is handed to a task of its own)."""
+    TouchedSlot.objects.filter(
+        scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
+    ).delete()
+
+
+def _touch_mark(scope_id: int, subject_id: int, predicate_id: int) -> int | None:
+    return (
+        TouchedSlot.objects.filter(
+            scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
+        )
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 def stale_slots(*, limit: int, predicate_id: int | None = None) -> list[tuple[int, int, int]]:
