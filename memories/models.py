@@ -955,11 +955,12 @@ class TouchedSlot(models.Model):
     the change, so it becomes visible when the change commits and vanishes
     with it on a rollback; deleted by the recompute that read the slot's
     claims after it (``memories.truth.recompute_slot``). Each new touch of a
-    slot already marked gives the mark a fresh ``id`` from its sequence, so a
-    recompute deletes the mark only if nobody touched the slot again since it
-    read it. The slot is named by ids without foreign keys, as a task's
-    arguments are: a mark is transient work, and keys would cost three
-    lookups at the commit of every write.
+    slot already marked counts one more in ``touches``, so a recompute
+    deletes the mark only if nobody touched the slot again since it read it
+    (not every writer holds the slot's lock: an entity merge does not). The
+    slot is named by ids without foreign keys, as a task's arguments are: a
+    mark is transient work, and keys would cost three lookups at the commit
+    of every write.
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -968,6 +969,8 @@ class TouchedSlot(models.Model):
     predicate_id = models.BigIntegerField()
     # The first touch since the last recompute: the drain takes the oldest first.
     touched_at = models.DateTimeField(db_default=Now())
+    # Not indexed, so counting a touch is an update PostgreSQL keeps on its page.
+    touches = models.IntegerField(db_default=1)
 
     class Meta:
         constraints = [

@@ -28,6 +28,9 @@ The slot's row then records the settled outcome. It does not enqueue work:
 the tasks above it do (``memories.tasks``), following
 ``Recomputation.wants_adjudication``; nor does it ask for its own slot to be
 recomputed after what it applied, since that is the slot it has just written.
+It deletes the slot's ``TouchedSlot`` mark, the request writes leave for it
+(``memories.tasks.recompute_on_commit``), unless a write touched the slot
+again after the recompute read the mark.
 """
 
 from dataclasses import dataclass, replace
@@ -126,7 +129,7 @@ def recompute_slot(
         spec = predicate_spec(predicate)
         lock_slot(scope_id, subject_id, _slot_name(spec))
         # Read before the claims: a write that commits after this read leaves
-        # the mark with a new id, which the delete below then keeps.
+        # the mark with one more touch, which the delete below then keeps.
         touched = _touch_mark(scope_id, subject_id, predicate_id)
         # The clock is read under the lock, like every writer of the slot.
         now = now or timezone.now()
@@ -155,7 +158,7 @@ def recompute_slot(
         )
         slot = _write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
         if touched is not None:
-            TouchedSlot.objects.filter(pk=touched).delete()
+            TouchedSlot.objects.filter(pk=touched[0], touches=touched[1]).delete()
     return Recomputation(slot, outcome, wants_adjudication=wants)
 
 
@@ -305,12 +308,12 @@ def forget_touched(scope_id: int, subject_id: int, predicate_id: int) -> None:
     ).delete()
 
 
-def _touch_mark(scope_id: int, subject_id: int, predicate_id: int) -> int | None:
+def _touch_mark(scope_id: int, subject_id: int, predicate_id: int) -> tuple[int, int] | None:
     return (
         TouchedSlot.objects.filter(
             scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
         )
-        .values_list("id", flat=True)
+        .values_list("id", "touches")
         .first()
     )
 

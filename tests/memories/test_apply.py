@@ -228,15 +228,16 @@ def touched_slot(fact) -> tuple[int, int, int]:
     return (fact.scope_id, fact.subject_id, fact.predicate_id)
 
 
-def test_touching_a_marked_slot_again_gives_its_mark_a_new_id(member, scope):
-    # A recompute deletes the mark it read by id: a write that touches the
-    # slot again in between leaves a mark that delete no longer matches.
+def test_touching_a_marked_slot_again_counts_and_keeps_the_mark_from_a_recompute(member, scope):
     fact = write(member, "2.0.0", "code").fact
     (mark,) = TouchedSlot.objects.all()
+    assert mark.touches == 1
+    # A recompute that read the mark before this touch deletes it only if
+    # its count is unchanged: here it no longer is.
     recompute_on_commit([touched_slot(fact)])
     (again,) = TouchedSlot.objects.all()
-    assert again.pk != mark.pk
-    assert again.touched_at == mark.touched_at
+    assert (again.pk, again.touches, again.touched_at) == (mark.pk, 2, mark.touched_at)
+    assert not TouchedSlot.objects.filter(pk=mark.pk, touches=mark.touches).exists()
 
 
 def test_nothing_is_enqueued_for_a_write_rolled_back(
