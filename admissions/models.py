@@ -59,16 +59,21 @@ class RecordQuerySet(models.QuerySet["Record"]):
 
     def open(self) -> "RecordQuerySet":
         """Challenges no refutation names (set membership, never a date comparison)."""
-        return self.challenges().exclude(pk__in=Record.objects.refutations().values("challenge_id"))
+        return self.challenges().filter(~Exists(self._refutations_of()))
 
     def resolved(self) -> "RecordQuerySet":
         """Challenges a refutation names: the other side of ``open()``."""
-        return self.challenges().filter(pk__in=Record.objects.refutations().values("challenge_id"))
+        return self.challenges().filter(Exists(self._refutations_of()))
+
+    @staticmethod
+    def _refutations_of() -> "RecordQuerySet":
+        # An anti-join through ``record_refutation_of`` (one probe per challenge
+        # read), where NOT IN would hash every refutation of the store first.
+        return Record.objects.refutations().filter(challenge=OuterRef("pk"))
 
     def with_refuted(self) -> "RecordQuerySet":
         """Annotate ``refuted`` on challenges: a refutation names the challenge."""
-        refutations = Record.objects.refutations().filter(challenge=OuterRef("pk"))
-        return self.annotate(refuted=Exists(refutations))
+        return self.annotate(refuted=Exists(self._refutations_of()))
 
     def in_scopes(self, scopes) -> "RecordQuerySet":
         return self.filter(scope__in=scopes)
@@ -184,6 +189,13 @@ class Record(models.Model):
             models.Index(
                 fields=["author", "inserted_at"],
                 name="record_challenges_by_author",
+                condition=Q(role="challenge"),
+            ),
+            # Challenges of every scope in filing order (the Challenges list,
+            # the dashboard's oldest), read in order and stopped at the page's end.
+            models.Index(
+                fields=["inserted_at", "id"],
+                name="record_challenges_in_order",
                 condition=Q(role="challenge"),
             ),
         ]

@@ -421,58 +421,60 @@ def open_challenges(
 
 _ACCOUNT_SQL = """
 SELECT
+    o.scope_id,
     o.author_id,
     u.username,
     count(*) AS open_evidenced,
     count(DISTINCT o.fact_id) FILTER (
         WHERE v.verdict IS DISTINCT FROM 'admitted'
-    ) AS dormant
+    ) AS dormant,
+    coalesce(t.admitted, 0) AS admitted
 FROM admissions_openchallenge o
 JOIN auth_user u ON u.id = o.author_id
 LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
-WHERE o.scope_id = %(scope)s
-GROUP BY o.author_id, u.username
+LEFT JOIN admissions_scopetally t ON t.scope_id = o.scope_id
+WHERE o.scope_id = ANY(%(scopes)s)
+GROUP BY o.scope_id, o.author_id, u.username, t.admitted
 """
 
 
 def challenge_summary(scope: Scope) -> list[AccountUsage]:
     """Each challenger's open evidenced challenges against the flood cap, by account name."""
+    return challenge_summaries([scope.pk])[scope.pk]
+
+
+def challenge_summaries(scope_ids: Iterable[int]) -> dict[int, list[AccountUsage]]:
+    """``challenge_summary`` of each of these scopes, in two queries whatever their number."""
     share = share_percent()
-    admitted_count = admitted_in(scope)
-    cap = fold.challenge_cap(admitted_count, share)
-    ranked: dict[int, list[UUID]] = {}
-    for author_id, challenge_id in (
-        ChallengeRank.objects.filter(scope=scope)
-        .order_by("author_id", "position")
-        .values_list("author_id", "challenge_id")
+    ids = sorted(set(scope_ids))
+    ranked: dict[tuple[int, int], list[UUID]] = {}
+    for scope_id, author_id, challenge_id in (
+        ChallengeRank.objects.filter(scope_id__in=ids)
+        .order_by("scope_id", "author_id", "position")
+        .values_list("scope_id", "author_id", "challenge_id")
     ):
-        ranked.setdefault(author_id, []).append(challenge_id)
+        ranked.setdefault((scope_id, author_id), []).append(challenge_id)
     with connection.cursor() as cursor:
-        cursor.execute(_ACCOUNT_SQL, {"scope": scope.pk})
+        cursor.execute(_ACCOUNT_SQL, {"scopes": ids})
         accounts = cursor.fetchall()
-    return sorted(
-        (
+    summaries: dict[int, list[AccountUsage]] = {scope_id: [] for scope_id in ids}
+    for scope_id, author_id, name, count, dormant, admitted in accounts:
+        cap = fold.challenge_cap(admitted, share)
+        challenges = ranked.get((scope_id, author_id), [])
+        summaries[scope_id].append(
             AccountUsage(
                 author_id=author_id,
                 author_name=name,
                 cap=cap,
-                in_effect=tuple(ranked.get(author_id, [])[:cap]),
-                queued=tuple(ranked.get(author_id, [])[cap:]),
+                in_effect=tuple(challenges[:cap]),
+                queued=tuple(challenges[cap:]),
                 dormant=dormant,
                 open_evidenced=count,
             )
-            for author_id, name, count, dormant in accounts
-        ),
-        key=lambda usage: usage.author_name,
-    )
-
-
-def admitted_in(scope: Scope) -> int:
-    """A: the scope's system facts whose latest verdict is ``admitted``."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT admitted FROM admissions_scopetally WHERE scope_id = %s", [scope.pk])
-        row = cursor.fetchone()
-    return row[0] if row else 0
+        )
+    for usages in summaries.values():
+        usages.sort(key=lambda usage: usage.author_name)
+    return summaries
 
 
 # --- history ------------------------------------------------------------------------

@@ -351,6 +351,10 @@ class Fact(models.Model):
             # entry. A slot holds few facts, so filtering them is cheap.
             models.Index(fields=["scope", "subject", "predicate"], name="fact_slot"),
             models.Index(fields=["scope", "recorded_at"], name="fact_scope_recorded"),
+            # Lists across scopes in recorded order (the Facts browser, the
+            # Candidates queue of many scopes) walk this and stop at the page's
+            # end instead of sorting every fact.
+            models.Index(fields=["recorded_at", "id"], name="fact_recorded"),
             # Withdrawal finds an episode's facts (a plain btree: no LIKE index).
             models.Index(fields=["scope", "episode"], name="fact_scope_episode"),
         ]
@@ -509,6 +513,13 @@ class Conflict(models.Model):
             models.Index(
                 fields=["scope", "opened_at"],
                 name="conflict_open_by_age",
+                condition=Q(resolved_at__isnull=True),
+            ),
+            # The queue of every scope, oldest first, read in order and stopped
+            # at the page's end (a list of scopes defeats the index above).
+            models.Index(
+                fields=["opened_at", "id"],
+                name="conflict_open_oldest",
                 condition=Q(resolved_at__isnull=True),
             ),
         ]
@@ -775,6 +786,9 @@ class EntityMerge(models.Model):
                 condition=~Q(entity=F("into")), name="entity_merge_not_into_itself"
             ),
         ]
+        # The latest records first (the entities page): read in order, the
+        # entities joined for those few, never a hash of every entity.
+        indexes = [models.Index(fields=["at", "id"], name="entity_merge_latest")]
 
     def __str__(self) -> str:
         return f"{self.entity_id} → {self.into_id}"

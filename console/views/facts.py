@@ -14,7 +14,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.forms import Form
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -23,8 +23,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
-from admissions.models import Record, Role
-from admissions.selectors import fact_status_and_records, recall, with_admission_status
+from admissions.models import FactVerdict, Record, Role
+from admissions.selectors import (
+    fact_status_and_records,
+    recall,
+    suspended_fact_ids,
+    with_admission_status,
+)
 from console.admission_forms import (
     ChallengeForm,
     CorrectForm,
@@ -89,6 +94,16 @@ def _filtered_facts(user: User, form: FactFilterForm) -> QuerySet[Fact]:
     status = data["status"]
     if status in ("candidate", "admitted", "suspended", "rejected"):
         facts = facts.filter(bucket=Bucket.SYSTEM, admission_status=status)
+        # The status is the rule; these say where to look, so PostgreSQL starts
+        # from the few suspended facts or the verdicts instead of computing the
+        # status of every fact.
+        if status == "suspended":
+            facts = facts.filter(pk__in=suspended_fact_ids())
+        elif status == "candidate":
+            facts = facts.exclude(Exists(FactVerdict.objects.filter(fact=OuterRef("pk"))))
+        else:
+            verdicts = FactVerdict.objects.filter(fact=OuterRef("pk"), verdict=status)
+            facts = facts.filter(Exists(verdicts))
     elif status == "disputed":
         facts = facts.filter(disputed=True)
     elif status == "live":

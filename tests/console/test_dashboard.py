@@ -4,7 +4,10 @@ import pytest
 from django.urls import reverse
 
 from admissions.actions import record_verdict
+from admissions.selectors import candidates
+from console.views import queues
 from memories.actions import resolve_conflict
+from memories.models import Scope
 from tests.console.conftest import signed_in
 from tests.test_settings import start_settings
 
@@ -91,3 +94,15 @@ def test_a_bad_target_or_claim_length_stops_start_up(variable):
     result = start_settings(DJANGO_DEBUG="1", **{variable: "0"})
     assert result.returncode != 0
     assert variable in result.stderr
+
+
+def test_a_count_past_the_limit_says_more_and_keeps_the_oldest(world, as_steward, monkeypatch):
+    monkeypatch.setattr(queues, "COUNTED", 1)
+    waiting = candidates(Scope.objects.values("pk"))
+    assert waiting.count() > 1
+    shown = queues_of(as_steward)["Candidates awaiting a verdict"]
+    assert (shown.count, shown.more) == (1, True)
+    assert shown.oldest == waiting.order_by("recorded_at").first().recorded_at
+    assert 'aria-label="1 or more candidates awaiting a verdict">1+</a>' in (
+        as_steward.get(reverse("dashboard")).text
+    )

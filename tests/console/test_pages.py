@@ -5,7 +5,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from admissions.actions import file_challenge
+from admissions.actions import file_challenge, record_verdict
 from admissions.models import Record
 from admissions.selectors import fact_status
 from memories.models import AuditEntry, Conflict, Fact
@@ -196,6 +196,23 @@ def test_facts_browser_filters_by_status(as_member, world, status, expected):
     if expected is None:
         expected = {"GraphQL", "Redis", "Kafka", "Celery"}
     assert objects == expected
+
+
+def test_each_admission_status_filter_lists_exactly_the_facts_of_that_status(
+    as_steward, world, steward, member
+):
+    redis, kafka, _ = world.candidates
+    record_verdict(actor=steward, fact_id=redis.pk, verdict="rejected", ground="not used")
+    file_challenge(actor=member, fact_id=world.admitted.pk, ground="outdated", evidence=["x"])
+    system = Fact.objects.filter(bucket="system")
+    for status in ("candidate", "admitted", "rejected", "suspended"):
+        listed = as_steward.get(reverse("facts"), {"status": status, "per_page": 100})
+        shown = {fact.pk for fact in listed.context["page"]}
+        assert shown == {f.pk for f in system if fact_status(f).status == status}, status
+        assert shown or status == "admitted"  # the one admitted fact is suspended now
+    assert kafka.pk in {
+        f.pk for f in as_steward.get(reverse("facts"), {"status": "candidate"}).context["page"]
+    }
 
 
 def test_member_challenge_with_evidence_suspends_and_the_page_explains(as_member, world):

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from admissions.actions import file_challenge, record_verdict
 from memories.actions import record_outcome
+from memories.models import Scope
 from memories.vocabulary import load_vocabulary
 from tests.console.conftest import write
 
@@ -156,3 +157,21 @@ def test_conflict_page_reads_its_scope_only_with_the_conflict(as_steward, crowd)
     assert response.status_code == 200
     assert "project" in response.content.decode()
     assert not [q for q in captured if q["sql"].startswith('SELECT "memories_scope"')]
+
+
+def test_the_challenges_page_issues_as_many_queries_for_challenges_in_six_scopes_as_in_one(
+    as_steward, member, steward
+):
+    def challenged(scope_name: str, n: int) -> None:
+        fact = write(steward, f"svc-{n}", "core/has-version", "1.0", "code", scope=scope_name).fact
+        record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok")
+        # A fresh account object: the scopes it reads are remembered on it.
+        challenger = type(member).objects.get(pk=member.pk)
+        file_challenge(actor=challenger, fact_id=fact.pk, ground="no", evidence=["x"])
+
+    challenged("project", 0)
+    one = queries(as_steward, reverse("challenges"))
+    for n in range(1, 6):
+        Scope.objects.create(name=f"team-{n}").members.add(member, steward)
+        challenged(f"team-{n}", n)
+    assert queries(as_steward, reverse("challenges")) == one
