@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memories', '0012_review_claims'),
+        ('memories', '0013_list_order_indexes'),
     ]
 
     operations = [
