@@ -301,6 +301,10 @@ CLAIMGRAPH_HEARTBEAT_SECONDS = env_float(
 CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = env_float(
     "CLAIMGRAPH_HEARTBEAT_STALE_SECONDS", 60.0, minimum=1, maximum=86_400
 )
+# How often a worker looks for truth slots that writes touched, and drains them.
+CLAIMGRAPH_RECOMPUTE_SECONDS = env_float(
+    "CLAIMGRAPH_RECOMPUTE_SECONDS", 0.5, minimum=0.05, maximum=3_600
+)
 # How often a worker enqueues the sweep that recomputes stale truth slots.
 CLAIMGRAPH_STALE_SWEEP_SECONDS = env_float(
     "CLAIMGRAPH_STALE_SWEEP_SECONDS", 60.0, minimum=1, maximum=86_400

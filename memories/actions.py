@@ -13,7 +13,8 @@ take different locks and never wait for each other.
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -107,6 +108,24 @@ def assert_fact(
         )
 
 
+@contextmanager
+def _pipelined() -> Iterator[None]:
+    """Send the statements inside together, waiting only for answers something reads.
+
+    psycopg's pipeline mode sends each statement without waiting for its
+    answer until a fetch or the end of the block, so the new fact's INSERT
+    and its truth slot's mark (neither read back) cost one round trip, not
+    two. The block ends inside the transaction, so an error in either
+    arrives there, and the transaction's own exit (commit, or rollback and
+    the error) is what it would be without the pipeline. Statements whose
+    row count matters must stay out of it: psycopg knows a count only once
+    its answer is fetched.
+    """
+    connection.ensure_connection()
+    with connection.wrap_database_errors, connection.connection.pipeline():
+        yield
+
+
 def _open_slot(
     actor: User, assertion: Assertion, vocab: LoadedVocabulary
 ) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
@@ -196,8 +215,9 @@ def _assert_in_scope(
     )
     conflict_id = uuid4() if decision.status == "flagged" else None
     effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
-    applied = apply(effects)
-    recompute_on_commit(applied.touched)
+    with _pipelined():
+        applied = apply(effects)
+        recompute_on_commit(applied.touched)
     if decision.status == "reinforced":
         assert decision.reinforcement is not None
         fact_id = decision.reinforcement.fact_id

@@ -962,6 +962,41 @@ class TruthSlot(models.Model):
         return f"{self.subject} {self.predicate}"
 
 
+class TouchedSlot(models.Model):
+    """A truth slot whose claims changed since it was last recomputed: the worker's to do.
+
+    Written by ``memories.tasks.recompute_on_commit`` inside the transaction of
+    the change, so it becomes visible when the change commits and vanishes
+    with it on a rollback; deleted by the recompute that read the slot's
+    claims after it (``memories.truth.recompute_slot``). Each new touch of a
+    slot already marked counts one more in ``touches``, so a recompute
+    deletes the mark only if nobody touched the slot again since it read it
+    (not every writer holds the slot's lock: an entity merge does not). The
+    slot is named by ids without foreign keys, as a task's arguments are: a
+    mark is transient work, and keys would cost three lookups at the commit
+    of every write.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    scope_id = models.BigIntegerField()
+    subject_id = models.BigIntegerField()
+    predicate_id = models.BigIntegerField()
+    # The first touch since the last recompute: the drain takes the oldest first.
+    touched_at = models.DateTimeField(db_default=Now())
+    # Not indexed, so counting a touch is an update PostgreSQL keeps on its page.
+    touches = models.IntegerField(db_default=1)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope_id", "subject_id", "predicate_id"], name="touched_slot_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"slot {self.scope_id}:{self.subject_id}:{self.predicate_id}"
+
+
 class VerdictKind(models.TextChoices):
     CORROBORATE = "corroborate"
     SINGLE_WINNER = "single_winner"

@@ -5,7 +5,9 @@ caused by a change is enqueued when that change commits
 (``transaction.on_commit``): a task must never run against a write that was
 rolled back, nor before the write it follows is visible to it. An enqueue
 whose identical task is still waiting in the queue is dropped, since the
-waiting one will read the same rows.
+waiting one will read the same rows. The truth slots a write touches are the
+exception, being asked for on every write: they are marked in the write's own
+transaction (``recompute_on_commit``) and one drain recomputes them all.
 
 The periodic work a worker's scheduler enqueues is listed in
 ``memories.worker.PERIODIC_JOBS`` (there, not here, because the crawler's
@@ -28,7 +30,7 @@ from psycopg.types.json import Jsonb
 
 from memories import truth
 from memories.lookups import hot_cursor
-from memories.models import Predicate, WorkerHeartbeat
+from memories.models import Predicate, TouchedSlot, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +47,6 @@ SWEEP_BATCH = 500
 def recompute_slot_task(scope_id: int, subject_id: int, predicate_id: int) -> dict[str, Any]:
     """Recompute one truth slot; enqueue its adjudication when a model should be asked."""
     return _summary(_recompute(scope_id, subject_id, predicate_id))
-
-
-@task
-def recompute_slots_task(slots: list[list[int]]) -> dict[str, int]:
-    """Recompute several truth slots (one import batch's), each ``[scope, subject, predicate]``."""
-    for scope_id, subject_id, predicate_id in slots:
-        _recompute(scope_id, subject_id, predicate_id)
-    return {"recomputed": len(slots)}
 
 
 @task
@@ -84,6 +78,32 @@ def sweep_stale_slots_task(predicate_id: int | None = None) -> dict[str, int]:
     if failed:
         raise SweepFailed(f"{len(failed)} of {len(slots)} stale slots failed: {failed[:10]}")
     return {"marked_outdated": marked, "recomputed": len(slots)}
+
+
+@task
+def recompute_touched_slots_task() -> dict[str, int]:
+    """Recompute the slots that writes touched (``recompute_on_commit``), oldest first.
+
+    Enqueued by a worker's scheduler whenever touched slots wait and no run
+    of this task is queued or running (``memories.worker.PERIODIC_JOBS``), so
+    any number of writes to a slot between two runs cost one recompute. A
+    slot whose recompute fails leaves the drain to a ``recompute_slot_task``
+    of its own, which fails visibly with the slot's ids and can be retried;
+    the other slots go on.
+    """
+    slots = truth.touched_slots(limit=SWEEP_BATCH)
+    for slot in slots:
+        try:
+            _recompute(*slot)
+        except Exception:
+            logger.exception("recomputing touched truth slot %s failed", slot)
+            truth.forget_touched(*slot)
+            enqueue_once(
+                recompute_slot_task, scope_id=slot[0], subject_id=slot[1], predicate_id=slot[2]
+            )
+    if len(slots) == SWEEP_BATCH:
+        enqueue_once(recompute_touched_slots_task)
+    return {"recomputed": len(slots)}
 
 
 class SweepFailed(Exception):
@@ -123,30 +143,47 @@ def recompute_on_commit(slots: Iterable[tuple[int, int, int]]) -> None:
 
     Every caller of ``memories.apply`` passes what it touched
     (``Applied.touched``, ``SetApplier.touched``); truth maintenance, which
-    recomputes the slot it acts on, does not. A rollback drops the request
-    with the writes that made it. A single slot is one
-    ``recompute_slot_task`` (``enqueue_once`` skips one already waiting, so
-    two applies in one transaction cost one task); several (an import's
-    batch) are one task for all of them, so a large import costs one task per
-    batch, not one per slot.
+    recomputes the slot it acts on, does not. The slots are marked touched
+    (:class:`~memories.models.TouchedSlot`) in one statement of the current
+    transaction: the marks become visible when it commits, a rollback drops
+    them with the writes that made them, and a worker's drain
+    (``recompute_touched_slots_task``) recomputes each once, however many
+    writes touched it in between. The statement needs no answer, so the
+    write path sends it with its COMMIT (``memories.actions.assert_fact``).
     """
     wanted = sorted(set(slots))
-    if len(wanted) == 1:
-        enqueue_slot_recompute(*wanted[0])
-    elif wanted:
-        enqueue_slots_recompute(wanted)
+    if not wanted:
+        return
+    with hot_cursor() as cursor:
+        if len(wanted) == 1:  # one write's slot: three numbers bind faster than three arrays
+            cursor.execute(_TOUCH_ONE_SQL, wanted[0], prepare=True)
+            return
+        scopes, subjects, predicates = (list(column) for column in zip(*wanted, strict=True))
+        cursor.execute(_TOUCH_SQL, [scopes, subjects, predicates], prepare=True)
+
+
+# A slot already marked counts one more touch, which tells a recompute that
+# read the mark before it to keep the mark; ``touched_at`` stays the first
+# touch's. Sorted, so two statements marking overlapping slots lock the rows
+# in one order.
+_TOUCHED = (
+    f"INSERT INTO {TouchedSlot._meta.db_table} AS mark (scope_id, subject_id, predicate_id) {{}}"
+    " ON CONFLICT (scope_id, subject_id, predicate_id) DO UPDATE SET touches = mark.touches + 1"
+)
+_TOUCH_SQL = _TOUCHED.format("SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])")
+_TOUCH_ONE_SQL = _TOUCHED.format("VALUES (%s, %s, %s)")
+
+
+def slots_touched() -> bool:
+    """Whether any truth slot waits for the drain (``recompute_touched_slots_task``)."""
+    return TouchedSlot.objects.exists()
 
 
 def enqueue_slot_recompute(scope_id: int, subject_id: int, predicate_id: int) -> None:
-    """Recompute the slot once the current transaction commits (for writes that touch it)."""
+    """Recompute this one slot in a task of its own once the current transaction commits."""
     enqueue_on_commit(
         recompute_slot_task, scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
     )
-
-
-def enqueue_slots_recompute(slots: list[tuple[int, int, int]]) -> None:
-    """Recompute these slots after commit, in one task (a batch's worth of writes)."""
-    enqueue_on_commit(recompute_slots_task, slots=[list(slot) for slot in slots])
 
 
 def mark_predicate_slots_stale(predicate: Predicate, reason: str) -> int:
@@ -213,10 +250,14 @@ class PeriodicJob:
     every: Callable[[], float]
     # Seconds after the scheduler starts before the first run (0: at once).
     first_after: float = 0.0
+    # Asked at each due tick when given: the job is enqueued only if it has work.
+    wanted: Callable[[], bool] | None = None
 
 
 def enqueue_periodic(job: PeriodicJob) -> TaskResult | None:
-    """Enqueue ``job``'s task unless a run of it is already queued or running."""
+    """Enqueue ``job``'s task unless it has no work or a run of it is already queued or running."""
+    if job.wanted is not None and not job.wanted():
+        return None
     busy = DBTaskResult.objects.filter(
         task_path=job.task.module_path,
         status__in=[TaskResultStatus.READY, TaskResultStatus.RUNNING],

@@ -28,6 +28,9 @@ The slot's row then records the settled outcome. It does not enqueue work:
 the tasks above it do (``memories.tasks``), following
 ``Recomputation.wants_adjudication``; nor does it ask for its own slot to be
 recomputed after what it applied, since that is the slot it has just written.
+It deletes the slot's ``TouchedSlot`` mark, the request writes leave for it
+(``memories.tasks.recompute_on_commit``), unless a write touched the slot
+again after the recompute read the mark.
 """
 
 from dataclasses import dataclass, replace
@@ -67,6 +70,7 @@ from memories.models import (
     Fact,
     ObjectKind,
     Predicate,
+    TouchedSlot,
     TruthSlot,
 )
 from memories.slots import lock_slot
@@ -124,6 +128,9 @@ def recompute_slot(
         predicate = Predicate.objects.get(pk=predicate_id)
         spec = predicate_spec(predicate)
         lock_slot(scope_id, subject_id, _slot_name(spec))
+        # Read before the claims: a write that commits after this read leaves
+        # the mark with one more touch, which the delete below then keeps.
+        touched = _touch_mark(scope_id, subject_id, predicate_id)
         # The clock is read under the lock, like every writer of the slot.
         now = now or timezone.now()
         claims = load_claims(scope_id, subject_id, predicate_id, now=now)
@@ -150,6 +157,8 @@ def recompute_slot(
             )
         )
         slot = _write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
+        if touched is not None:
+            TouchedSlot.objects.filter(pk=touched[0], touches=touched[1]).delete()
     return Recomputation(slot, outcome, wants_adjudication=wants)
 
 
@@ -281,6 +290,32 @@ def mark_outdated_slots() -> int:
             .update(stale=True, stale_reason="the predicate's semantics changed")
         )
     return marked
+
+
+def touched_slots(*, limit: int) -> list[tuple[int, int, int]]:
+    """Up to ``limit`` slots that writes touched, as (scope, subject, predicate), oldest first."""
+    return list(
+        TouchedSlot.objects.order_by("touched_at", "id").values_list(
+            "scope_id", "subject_id", "predicate_id"
+        )[:limit]
+    )
+
+
+def forget_touched(scope_id: int, subject_id: int, predicate_id: int) -> None:
+    """Drop the slot's mark (its recompute is handed to a task of its own)."""
+    TouchedSlot.objects.filter(
+        scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
+    ).delete()
+
+
+def _touch_mark(scope_id: int, subject_id: int, predicate_id: int) -> tuple[int, int] | None:
+    return (
+        TouchedSlot.objects.filter(
+            scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id
+        )
+        .values_list("id", "touches")
+        .first()
+    )
 
 
 def stale_slots(*, limit: int, predicate_id: int | None = None) -> list[tuple[int, int, int]]:

@@ -32,8 +32,10 @@ from memories.crawler import crawl_task
 from memories.tasks import (
     PeriodicJob,
     enqueue_periodic,
+    recompute_touched_slots_task,
     record_heartbeat,
     record_worker_stopped,
+    slots_touched,
     sweep_stale_slots_task,
 )
 
@@ -41,6 +43,14 @@ logger = logging.getLogger(__name__)
 
 # What a worker's scheduler enqueues, and how often.
 PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
+    # The truth slots writes touched, recomputed soon after they commit: one
+    # drain at a time, enqueued only when some wait.
+    PeriodicJob(
+        "recompute touched truth slots",
+        recompute_touched_slots_task,
+        lambda: settings.CLAIMGRAPH_RECOMPUTE_SECONDS,
+        wanted=slots_touched,
+    ),
     # The safety net of vocabulary changes: slots marked stale, or computed
     # under semantics their predicate no longer has, are recomputed.
     PeriodicJob(

@@ -212,6 +212,19 @@ def test_recognising_and_charging_together_holds_across_concurrent_workers(membe
     ) == (10, 30)
 
 
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_charge_of_its_own_commits_quickly_and_leaves_the_session_as_it_was(member):
+    token, secret = issue_token(actor=member, name="agent")
+    assert token_for_secret(secret, writes_per_minute=600) == token
+    spend_write(token, per_minute=600)
+    # Both charges committed, and the asynchronous
+    # commit did not outlive the charge's own transaction.
+    assert WriteAllowance.objects.filter(token=token).exists()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+
+
 # --- the commands ----------------------------------------------------------------------
 
 

@@ -19,10 +19,12 @@ from memories.batch import load_open_conflicts
 from memories.core.decisions import Decision, Evidence, Reinforcement
 from memories.core.effects import NewFact, reinforce_effects, write_effects
 from memories.ingest import import_lines
-from memories.models import AuditEntry, Conflict, ConflictMember, Fact
+from memories.models import AuditEntry, Conflict, ConflictMember, Fact, TouchedSlot, TruthSlot
+from memories.tasks import recompute_on_commit, recompute_touched_slots_task
 from memories.vocabulary import load_vocabulary
+from memories.worker import PERIODIC_JOBS, Scheduler
 from tests.conftest import at
-from tests.taskqueue import task_statuses
+from tests.taskqueue import run_queued_tasks, task_statuses
 
 pytestmark = pytest.mark.django_db
 
@@ -189,21 +191,53 @@ def test_both_back_ends_end_in_the_same_rows(member, scope):
     ]
 
 
+def touched() -> list[tuple[int, int, int]]:
+    return list(TouchedSlot.objects.values_list("scope_id", "subject_id", "predicate_id"))
+
+
+def drain_once() -> list[tuple[str, str]]:
+    """What a worker does: its scheduler enqueues the drain, the worker runs it."""
+    job = next(job for job in PERIODIC_JOBS if job.task is recompute_touched_slots_task)
+    Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: 0.0).tick(0.0)
+    run_queued_tasks()
+    return task_statuses()
+
+
 def test_the_slots_a_write_touches_are_recomputed_once_each_after_commit(
     member, scope, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
         first = write(member, "2.0.0", "code", confidence=0.95)
-        # Another write to the same slot in the same transaction: still one task.
+        # Another write to the same slot in the same transaction: still one recompute.
         write(member, "2.1.0", "code")
-    assert task_statuses() == [("recompute_slot_task", "READY")]
     fact = first.fact
+    assert touched() == [(fact.scope_id, fact.subject_id, fact.predicate_id)]
+    assert task_statuses() == []
+    assert drain_once() == [("recompute_touched_slots_task", "SUCCESSFUL")]
     (task,) = DBTaskResult.objects.all()
-    assert task.args_kwargs["kwargs"] == {
-        "scope_id": fact.scope_id,
-        "subject_id": fact.subject_id,
-        "predicate_id": fact.predicate_id,
-    }
+    assert task.return_value == {"recomputed": 1}
+    slot = TruthSlot.objects.get()
+    assert (slot.scope_id, slot.subject_id, slot.predicate_id) == touched_slot(fact)
+    assert slot.claim_set_hash
+    assert touched() == []
+    # Nothing left to do: the scheduler enqueues no drain.
+    assert drain_once() == [("recompute_touched_slots_task", "SUCCESSFUL")]
+
+
+def touched_slot(fact) -> tuple[int, int, int]:
+    return (fact.scope_id, fact.subject_id, fact.predicate_id)
+
+
+def test_touching_a_marked_slot_again_counts_and_keeps_the_mark_from_a_recompute(member, scope):
+    fact = write(member, "2.0.0", "code").fact
+    (mark,) = TouchedSlot.objects.all()
+    assert mark.touches == 1
+    # A recompute that read the mark before this touch deletes it only if
+    # its count is unchanged: here it no longer is.
+    recompute_on_commit([touched_slot(fact)])
+    (again,) = TouchedSlot.objects.all()
+    assert (again.pk, again.touches, again.touched_at) == (mark.pk, 2, mark.touched_at)
+    assert not TouchedSlot.objects.filter(pk=mark.pk, touches=mark.touches).exists()
 
 
 def test_nothing_is_enqueued_for_a_write_rolled_back(
@@ -216,10 +250,11 @@ def test_nothing_is_enqueued_for_a_write_rolled_back(
     ):
         write(member, "2.0.0", "code")
         raise RuntimeError("rolled back")
+    assert touched() == []
     assert task_statuses() == []
 
 
-def test_an_import_batch_asks_for_its_slots_in_one_task(
+def test_an_import_batch_marks_its_slots_and_one_drain_recomputes_them(
     member, scope, django_capture_on_commit_callbacks
 ):
     lines = [
@@ -228,11 +263,12 @@ def test_an_import_batch_asks_for_its_slots_in_one_task(
     with django_capture_on_commit_callbacks(execute=True):
         report = import_lines(lines, actor=member, now=START)
     assert [outcome.status for outcome in report.outcomes] == ["created"] * 3
-    assert task_statuses() == [("recompute_slots_task", "READY")]
-    (task,) = DBTaskResult.objects.all()
-    slots = task.args_kwargs["kwargs"]["slots"]
-    assert sorted(slots) == sorted(
-        [f.scope_id, f.subject_id, f.predicate_id] for f in Fact.objects.filter(scope=scope)
+    expected = sorted(touched_slot(f) for f in Fact.objects.filter(scope=scope))
+    assert sorted(touched()) == expected
+    assert drain_once() == [("recompute_touched_slots_task", "SUCCESSFUL")]
+    assert DBTaskResult.objects.get().return_value == {"recomputed": 3}
+    assert sorted(TruthSlot.objects.values_list("scope_id", "subject_id", "predicate_id")) == (
+        expected
     )
 
 
