@@ -38,6 +38,7 @@ PER_SCOPE = frozenset(
         "memories_withdrawal",
         "memories_reviewclaim",
         "memories_truthslot",
+        "memories_touchedslot",
         "memories_adjudication",
         "admissions_record",
         "admissions_factverdict",
@@ -353,11 +354,15 @@ def _column_list(toks: list[Token], i: int) -> list[str]:
 
 def _tie_insert(toks: list[Token], n: int, refs: list[Reference], ties: _Ties) -> None:
     """``INSERT INTO t (scope_id, ...)``: the row names its scope."""
+    j = n + 2
+    if j < len(toks) and toks[j].text == "as":
+        j += 1
+    alias = toks[n + 1].text
+    if j < len(toks) and toks[j].kind == "word" and toks[j].text not in _KEYWORDS:
+        alias = toks[j].text
+        j += 1
     for index, ref in enumerate(refs):
-        if ref.block == toks[n].block and ref.alias == toks[n + 1].text:
-            j = n + 2
-            if j < len(toks) and toks[j].kind == "word" and toks[j].text not in _KEYWORDS:
-                j += 1  # an alias
+        if ref.block == toks[n].block and ref.alias == alias:
             if "scope_id" in _column_list(toks, j):
                 ties.join(index, ties.value)
             return
