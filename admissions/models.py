@@ -63,17 +63,21 @@ class RecordQuerySet(models.QuerySet["Record"]):
         Read from ``OpenChallenge``, which the record trigger keeps to exactly
         those: the cost follows the open challenges, not the refuted ones.
         """
-        return self.challenges().filter(pk__in=OpenChallenge.objects.values("challenge_id"))
+        return self.challenges().filter(Exists(self._listed_open()))
 
     def resolved(self) -> "RecordQuerySet":
         """Challenges a refutation names: the other side of ``open()``."""
-        return self.challenges().exclude(pk__in=OpenChallenge.objects.values("challenge_id"))
+        return self.challenges().filter(~Exists(self._listed_open()))
 
     def with_refuted(self) -> "RecordQuerySet":
         """Annotate ``refuted`` on challenges: a refutation names the challenge."""
-        return self.annotate(
-            refuted=~Exists(OpenChallenge.objects.filter(challenge=OuterRef("pk")))
-        )
+        return self.annotate(refuted=~Exists(self._listed_open()))
+
+    @staticmethod
+    def _listed_open() -> "models.QuerySet[OpenChallenge]":
+        # A semi-join on the derived table's primary key: one probe per
+        # challenge read (a fact's few), or the open ones alone hashed.
+        return OpenChallenge.objects.filter(challenge=OuterRef("pk"))
 
     def in_scopes(self, scopes) -> "RecordQuerySet":
         return self.filter(scope__in=scopes)

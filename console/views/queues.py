@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
-from admissions.models import ChallengeRank, OpenChallenge, Record, Role
+from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import (
     candidates,
     challenge_summaries,
@@ -99,7 +99,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     conflicts = _waiting(Conflict.objects.open().filter(scope__in=scopes), "opened_at")
     awaiting = _waiting(candidates(scopes.values("pk")), "recorded_at")
     # Read from the open challenges alone, however many were refuted.
-    challenges = _waiting(OpenChallenge.objects.filter(scope__in=scopes), "inserted_at")
+    challenges = _waiting(open_challenge_entries(scopes), "inserted_at")
     # A suspended fact waits since the challenge that suspends it was filed.
     suspended = in_effect(
         ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
