@@ -58,22 +58,26 @@ class RecordQuerySet(models.QuerySet["Record"]):
         return self.filter(role=Role.REFUTATION)
 
     def open(self) -> "RecordQuerySet":
-        """Challenges no refutation names (set membership, never a date comparison)."""
-        return self.challenges().filter(~Exists(self._refutations_of()))
+        """Challenges no refutation names (set membership, never a date comparison).
+
+        Read from ``OpenChallenge``, which the record trigger keeps to exactly
+        those: the cost follows the open challenges, not the refuted ones.
+        """
+        return self.challenges().filter(Exists(self._listed_open()))
 
     def resolved(self) -> "RecordQuerySet":
         """Challenges a refutation names: the other side of ``open()``."""
-        return self.challenges().filter(Exists(self._refutations_of()))
-
-    @staticmethod
-    def _refutations_of() -> "RecordQuerySet":
-        # An anti-join through ``record_refutation_of`` (one probe per challenge
-        # read), where NOT IN would hash every refutation of the store first.
-        return Record.objects.refutations().filter(challenge=OuterRef("pk"))
+        return self.challenges().filter(~Exists(self._listed_open()))
 
     def with_refuted(self) -> "RecordQuerySet":
         """Annotate ``refuted`` on challenges: a refutation names the challenge."""
-        return self.annotate(refuted=Exists(self._refutations_of()))
+        return self.annotate(refuted=~Exists(self._listed_open()))
+
+    @staticmethod
+    def _listed_open() -> "models.QuerySet[OpenChallenge]":
+        # A semi-join on the derived table's primary key: one probe per
+        # challenge read (a fact's few), or the open ones alone hashed.
+        return OpenChallenge.objects.filter(challenge=OuterRef("pk"))
 
     def in_scopes(self, scopes) -> "RecordQuerySet":
         return self.filter(scope__in=scopes)
@@ -237,7 +241,12 @@ class FactVerdict(models.Model):
 
 
 class OpenChallenge(models.Model):
-    """An evidenced challenge no refutation names yet (rules 3 and 4)."""
+    """A challenge no refutation names yet (rule 4), flagged for rules 2 and 3.
+
+    Every open challenge is here, evidenced or not, so the open ones are found
+    without walking past the refuted ones; the rules of status read only the
+    evidenced rows, and the rank of rule 6 only those whose fact is admitted.
+    """
 
     challenge = models.OneToOneField(
         Record, primary_key=True, on_delete=models.DO_NOTHING, related_name="+"
@@ -248,6 +257,11 @@ class OpenChallenge(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+"
     )
     inserted_at = models.DateTimeField()
+    # Whether the challenge carries evidence: only an evidenced one suspends (rule 3).
+    evidenced = models.BooleanField()
+    # Whether the challenged fact's latest verdict is ``admitted``: only then
+    # does the challenge count (rule 2). The trigger changes it with the verdict.
+    fact_admitted = models.BooleanField()
 
     class Meta:
         indexes = [
@@ -257,10 +271,26 @@ class OpenChallenge(models.Model):
                 name="open_challenge_rank",
             ),
             models.Index(fields=["fact"], name="open_challenge_fact"),
+            # Every scope's open challenges in filing order (the dashboard, the
+            # Challenges list), read in order and stopped at the page's end.
+            models.Index(fields=["inserted_at", "challenge"], name="open_challenge_in_order"),
+            # The challenges rule 6 ranks, in the order of the rank view's
+            # DISTINCT ON: the view reads them in order, and them alone.
+            models.Index(
+                fields=["scope", "author", "fact", "inserted_at", "challenge"],
+                name="open_challenge_ranked",
+                condition=Q(evidenced=True, fact_admitted=True),
+            ),
         ]
 
     def __str__(self) -> str:
         return str(self.challenge_id)
+
+    def shown(self) -> Record:
+        """The challenge record, marked as the lists of challenges mark an open one."""
+        record = self.challenge
+        record.refuted = False
+        return record
 
 
 class ScopeTally(models.Model):

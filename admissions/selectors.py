@@ -7,7 +7,7 @@ PostgreSQL keeps three small pieces of derived state, maintained by a trigger
 in the same transaction as each record insert (``admissions/sql/state.sql``):
 
 * ``FactVerdict`` — each fact's latest admission record (rule 1);
-* ``OpenChallenge`` — evidenced challenges no refutation names (rules 3, 4);
+* ``OpenChallenge`` — challenges no refutation names, flagged if evidenced (rules 3, 4);
 * ``ScopeTally`` — A, the scope's count of admitted facts (rule 6);
 
 and a view, ``admissions_challenge_rank`` (``ChallengeRank``), ranks each
@@ -46,7 +46,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from admissions import status as fold
-from admissions.models import ChallengeRank, FactVerdict, Record, Role
+from admissions.models import ChallengeRank, FactVerdict, OpenChallenge, Record, Role
 from admissions.status import AccountUsage, PlainRecord, Status, StatusName
 from memories.errors import NotFound, Rejected
 from memories.models import Bucket, Fact, Scope
@@ -419,6 +419,30 @@ def open_challenges(
     ).history_order()
 
 
+def open_challenge_entries(
+    scope_ids: Iterable[int] | QuerySet, *, scope: Scope | None = None, author_name: str = ""
+) -> QuerySet[OpenChallenge]:
+    """Open challenges in filing order, read from ``OpenChallenge`` (which holds exactly them).
+
+    A list of them, its bounded count and its oldest cost what the open
+    challenges do, however many were refuted: the count reads the small table
+    alone and a page walks its filing-order index, loading each entry's
+    ``challenge`` record with what the Challenges list shows.
+    """
+    entries = OpenChallenge.objects.filter(scope_id__in=scope_ids)
+    if scope is not None:
+        entries = entries.filter(scope=scope)
+    if author_name:
+        entries = entries.filter(author__username=author_name)
+    return entries.select_related(
+        "challenge__scope",
+        "challenge__author",
+        "challenge__fact__subject",
+        "challenge__fact__predicate",
+        "challenge__fact__object_ref",
+    ).order_by("inserted_at", "challenge_id")
+
+
 _ACCOUNT_SQL = """
 SELECT
     o.scope_id,
@@ -433,7 +457,7 @@ FROM admissions_openchallenge o
 JOIN auth_user u ON u.id = o.author_id
 LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
 LEFT JOIN admissions_scopetally t ON t.scope_id = o.scope_id
-WHERE o.scope_id = ANY(%(scopes)s)
+WHERE o.scope_id = ANY(%(scopes)s) AND o.evidenced
 GROUP BY o.scope_id, o.author_id, u.username, t.admitted
 """
 

@@ -80,7 +80,9 @@ def run(fact_count: int, samples: int) -> None:
         counts = raw.execute(
             "SELECT role, count(*) FROM admissions_record GROUP BY role ORDER BY role"
         ).fetchall()
-        open_evidenced = raw.execute("SELECT count(*) FROM admissions_openchallenge").fetchone()
+        open_evidenced = raw.execute(
+            "SELECT count(*) FROM admissions_openchallenge WHERE evidenced"
+        ).fetchone()
         print(
             f"\n== {stage}: {history.written:,} records "
             f"({', '.join(f'{n:,} {role}s' for role, n in counts)}), "

@@ -224,7 +224,7 @@ CHALLENGES_SQL = [
          JOIN auth_user u ON u.id = o.author_id
          LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
          LEFT JOIN admissions_scopetally t ON t.scope_id = o.scope_id
-        WHERE o.scope_id IN (SELECT r.scope_id FROM admissions_record r
+        WHERE o.evidenced AND o.scope_id IN (SELECT r.scope_id FROM admissions_record r
                               WHERE r.role = 'challenge' AND r.scope_id = ANY(%(scopes)s)
                               ORDER BY r.inserted_at, r.id LIMIT 25)
         GROUP BY o.scope_id, o.author_id, u.username, t.admitted""",

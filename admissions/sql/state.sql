@@ -1,7 +1,9 @@
 -- The derived state PostgreSQL keeps from the admission records (SPEC §6).
 --
--- FactVerdict (each fact's latest verdict, rule 1), OpenChallenge (evidenced
--- challenges no refutation names, rules 3 and 4) and ScopeTally (A, the
+-- FactVerdict (each fact's latest verdict, rule 1), OpenChallenge (every
+-- challenge no refutation names, rule 4, flagged ``evidenced`` for rule 3 and
+-- ``fact_admitted`` for rule 2: the open challenges are read from it, never
+-- found by walking past the refuted ones in the records) and ScopeTally (A, the
 -- scope's count of admitted facts, rule 6) are maintained by an AFTER INSERT
 -- trigger in the inserting transaction, so a COPY or a psql INSERT keeps them
 -- as right as the actions do; Python never writes them.
@@ -45,20 +47,41 @@ BEGIN
             delta := (NEW.verdict = 'admitted')::integer
                    - (standing.verdict = 'admitted')::integer;
         END IF;
+        -- delta is not 0 exactly when the fact became admitted or stopped
+        -- being admitted: its open challenges carry that (rule 2), so the
+        -- rank view reads them alone.
         IF delta <> 0 THEN
             UPDATE admissions_scopetally SET admitted = admitted + delta
                 WHERE scope_id = NEW.scope_id;
+            UPDATE admissions_openchallenge SET fact_admitted = delta > 0
+                WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id;
         END IF;
     ELSIF NEW.role = 'challenge' THEN
+        -- The tally row locked as a verdict locks it, but shared: a verdict
+        -- on the fact committed at the same time then applies before or
+        -- after this challenge, never beside it, so fact_admitted below
+        -- reads the verdict as it stands (or the verdict's UPDATE above
+        -- finds this row). Challenges do not wait for one another.
+        INSERT INTO admissions_scopetally (scope_id, admitted)
+            VALUES (NEW.scope_id, 0) ON CONFLICT (scope_id) DO NOTHING;
+        PERFORM 1 FROM admissions_scopetally WHERE scope_id = NEW.scope_id FOR SHARE;
+        -- Every open challenge, evidenced or not (rule 3 reads the flag).
         -- The immediate foreign key makes a refutation impossible before its
         -- challenge; the NOT EXISTS keeps this right even if it were not.
-        IF NEW.evidence IS NOT NULL AND NOT EXISTS (
+        IF NOT EXISTS (
             SELECT 1 FROM admissions_record
             WHERE scope_id = NEW.scope_id AND role = 'refutation' AND challenge_id = NEW.id
         ) THEN
             INSERT INTO admissions_openchallenge
-                (challenge_id, scope_id, fact_id, author_id, inserted_at)
-                VALUES (NEW.id, NEW.scope_id, NEW.fact_id, NEW.author_id, NEW.inserted_at);
+                (challenge_id, scope_id, fact_id, author_id, inserted_at, evidenced,
+                 fact_admitted)
+                VALUES (NEW.id, NEW.scope_id, NEW.fact_id, NEW.author_id, NEW.inserted_at,
+                        NEW.evidence IS NOT NULL,
+                        EXISTS (
+                            SELECT 1 FROM admissions_factverdict
+                            WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id
+                              AND verdict = 'admitted'
+                        ));
         END IF;
     ELSE
         -- Rule 4: set membership. A second refutation finds nothing to close.
@@ -86,14 +109,27 @@ LANGUAGE sql AS $$
         FROM admissions_record
         WHERE role = 'admission'
         ORDER BY fact_id, inserted_at DESC, id DESC;
+    -- A row for every scope with a verdict or a challenge: the trigger makes
+    -- one at the first of either.
     INSERT INTO admissions_scopetally (scope_id, admitted)
-        SELECT scope_id, count(*) FILTER (WHERE verdict = 'admitted')
-        FROM admissions_factverdict
-        GROUP BY scope_id;
-    INSERT INTO admissions_openchallenge (challenge_id, scope_id, fact_id, author_id, inserted_at)
-        SELECT c.id, c.scope_id, c.fact_id, c.author_id, c.inserted_at
+        SELECT s.id, (
+            SELECT count(*) FROM admissions_factverdict v
+            WHERE v.scope_id = s.id AND v.verdict = 'admitted'
+        )
+        FROM memories_scope s
+        WHERE EXISTS (
+            SELECT 1 FROM admissions_record r
+            WHERE r.scope_id = s.id AND r.role IN ('admission', 'challenge')
+        );
+    INSERT INTO admissions_openchallenge
+        (challenge_id, scope_id, fact_id, author_id, inserted_at, evidenced, fact_admitted)
+        SELECT c.id, c.scope_id, c.fact_id, c.author_id, c.inserted_at, c.evidence IS NOT NULL,
+               EXISTS (
+                   SELECT 1 FROM admissions_factverdict v
+                   WHERE v.fact_id = c.fact_id AND v.verdict = 'admitted'
+               )
         FROM admissions_record c
-        WHERE c.role = 'challenge' AND c.evidence IS NOT NULL
+        WHERE c.role = 'challenge'
           AND NOT EXISTS (
               SELECT 1 FROM admissions_record r
               WHERE r.role = 'refutation' AND r.challenge_id = c.id
@@ -107,6 +143,9 @@ $$;
 -- once), numbered in that order within the scope. A challenge takes effect
 -- when position <= ceil(share% * admitted). scope_id leads both the
 -- DISTINCT ON and the PARTITION BY so a filter on it is pushed down into both.
+-- It reads the open challenges alone (their fact_admitted flag, kept by the
+-- trigger, stands for the fact's verdict), through the partial index of the
+-- ones it ranks: its cost follows them, not the verdicts of the store.
 -- Dropped and created rather than replaced: CREATE OR REPLACE VIEW cannot
 -- change or remove a column, and nothing in the database depends on the view.
 DROP VIEW IF EXISTS admissions_challenge_rank;
@@ -121,8 +160,7 @@ FROM (
     SELECT DISTINCT ON (o.scope_id, o.author_id, o.fact_id)
         o.challenge_id, o.scope_id, o.fact_id, o.author_id, o.inserted_at, t.admitted
     FROM admissions_openchallenge o
-    JOIN admissions_factverdict v
-      ON v.scope_id = o.scope_id AND v.fact_id = o.fact_id AND v.verdict = 'admitted'
     JOIN admissions_scopetally t ON t.scope_id = o.scope_id
+    WHERE o.evidenced AND o.fact_admitted
     ORDER BY o.scope_id, o.author_id, o.fact_id, o.inserted_at, o.challenge_id
 ) AS earliest;

@@ -42,7 +42,7 @@ BEGIN
     WITH firsts AS (
         SELECT DISTINCT ON (o.author_id) o.challenge_id
         FROM admissions_openchallenge o
-        WHERE o.scope_id = p_scope AND o.fact_id = p_fact
+        WHERE o.scope_id = p_scope AND o.fact_id = p_fact AND o.evidenced
         ORDER BY o.author_id, o.inserted_at, o.challenge_id
     )
     SELECT
@@ -55,6 +55,7 @@ BEGIN
             JOIN admissions_factverdict v
               ON v.scope_id = o.scope_id AND v.fact_id = o.fact_id AND v.verdict = 'admitted'
             WHERE o.scope_id = p_scope
+              AND o.evidenced
               AND o.author_id = r.author_id
               AND (o.inserted_at, o.challenge_id) < (r.inserted_at, r.id)
               AND o.fact_id <> p_fact
@@ -115,6 +116,7 @@ BEGIN
             CASE WHEN (SELECT s.verdict FROM standing s) = 'admitted' AND NOT EXISTS (
                 SELECT 1 FROM admissions_openchallenge e
                 WHERE e.scope_id = p_scope AND e.fact_id = p_fact AND e.author_id = o.author_id
+                  AND e.evidenced
                   AND (e.inserted_at, e.challenge_id) < (o.inserted_at, o.challenge_id)
             ) THEN (
                 SELECT count(DISTINCT x.fact_id)
@@ -122,12 +124,13 @@ BEGIN
                 JOIN admissions_factverdict xv
                   ON xv.scope_id = x.scope_id AND xv.fact_id = x.fact_id AND xv.verdict = 'admitted'
                 WHERE x.scope_id = p_scope
+                  AND x.evidenced
                   AND x.author_id = o.author_id
                   AND (x.inserted_at, x.challenge_id) < (o.inserted_at, o.challenge_id)
                   AND x.fact_id <> p_fact
             ) END
         FROM admissions_openchallenge o
-        WHERE o.scope_id = p_scope AND o.fact_id = p_fact
+        WHERE o.scope_id = p_scope AND o.fact_id = p_fact AND o.evidenced
     )
     SELECT tally.admitted, r.id, r.role, r.verdict, r.author_id, r.inserted_at, r.earlier
     FROM (

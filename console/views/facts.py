@@ -92,14 +92,17 @@ def _filtered_facts(user: User, form: FactFilterForm) -> QuerySet[Fact]:
         facts = facts.filter(bucket=data["bucket"])
     facts = with_admission_status(facts.with_disputed())
     status = data["status"]
-    if status in ("candidate", "admitted", "suspended", "rejected"):
+    if status == "suspended":
+        # The suspended ids are the rule's own answer (admissions.selectors),
+        # so they alone filter: PostgreSQL starts from the few suspended facts,
+        # and a second, redundant filter on the annotated status would only
+        # make it expect a handful of rows and join the page's names row by row.
+        facts = facts.filter(pk__in=suspended_fact_ids())
+    elif status in ("candidate", "admitted", "rejected"):
         facts = facts.filter(bucket=Bucket.SYSTEM, admission_status=status)
         # The status is the rule; these say where to look, so PostgreSQL starts
-        # from the few suspended facts or the verdicts instead of computing the
-        # status of every fact.
-        if status == "suspended":
-            facts = facts.filter(pk__in=suspended_fact_ids())
-        elif status == "candidate":
+        # from the verdicts instead of computing the status of every fact.
+        if status == "candidate":
             facts = facts.exclude(Exists(FactVerdict.objects.filter(fact=OuterRef("pk"))))
         else:
             verdicts = FactVerdict.objects.filter(fact=OuterRef("pk"), verdict=status)

@@ -18,7 +18,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
 from admissions.models import ChallengeRank, Record, Role
-from admissions.selectors import candidates, challenge_summaries, fact_status, in_effect
+from admissions.selectors import (
+    candidates,
+    challenge_summaries,
+    fact_status,
+    in_effect,
+    open_challenge_entries,
+)
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
 from console.views.audit import in_words
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
@@ -92,7 +98,8 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     scopes = Scope.objects.visible_to(request.user)
     conflicts = _waiting(Conflict.objects.open().filter(scope__in=scopes), "opened_at")
     awaiting = _waiting(candidates(scopes.values("pk")), "recorded_at")
-    challenges = _waiting(Record.objects.open().filter(scope__in=scopes), "inserted_at")
+    # Read from the open challenges alone, however many were refuted.
+    challenges = _waiting(open_challenge_entries(scopes), "inserted_at")
     # A suspended fact waits since the challenge that suspends it was filed.
     suspended = in_effect(
         ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
@@ -379,21 +386,30 @@ def challenges(request: HtmxHttpRequest) -> HttpResponse:
     form = ChallengeFilterForm(request.GET or None, user=request.user)
     scopes = Scope.objects.visible_to(request.user)
     state = (form.cleaned_data["state"] if form.is_valid() else "") or "open"
-    listed = {"open": Record.objects.open, "resolved": Record.objects.resolved}
-    rows = listed.get(state, Record.objects.challenges)().filter(scope__in=scopes)
-    if form.is_valid():
-        if form.cleaned_data["scope"]:
-            rows = rows.filter(scope=form.cleaned_data["scope"])
-        if form.cleaned_data["author"]:
-            rows = rows.filter(author__username=form.cleaned_data["author"])
-    rows = (
-        rows.select_related(
-            "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+    chosen = form.cleaned_data if form.is_valid() else {}
+    if state == "open":
+        # The open ones are listed from the derived state that holds exactly
+        # them, not found among every challenge by looking for a refutation.
+        entries = open_challenge_entries(
+            scopes, scope=chosen.get("scope"), author_name=chosen.get("author", "")
         )
-        .with_refuted()
-        .order_by("inserted_at", "id")
-    )
-    page = paginate(request, rows, form)
+        page = paginate(request, entries, form)
+        page.object_list = [entry.shown() for entry in page.object_list]
+    else:
+        rows = Record.objects.resolved() if state == "resolved" else Record.objects.challenges()
+        rows = rows.filter(scope__in=scopes)
+        if chosen.get("scope"):
+            rows = rows.filter(scope=chosen["scope"])
+        if chosen.get("author"):
+            rows = rows.filter(author__username=chosen["author"])
+        rows = (
+            rows.select_related(
+                "scope", "author", "fact__subject", "fact__predicate", "fact__object_ref"
+            )
+            .with_refuted()
+            .order_by("inserted_at", "id")
+        )
+        page = paginate(request, rows, form)
 
     # The cap per account in each scope on this page, read for all of them at once.
     page_scopes = {record.scope for record in page}

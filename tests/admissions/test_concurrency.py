@@ -8,7 +8,7 @@ of the committed records says, whatever the interleaving.
 import pytest
 
 from admissions.actions import file_challenge, record_verdict
-from admissions.models import ScopeTally
+from admissions.models import FactVerdict, OpenChallenge, ScopeTally
 from admissions.selectors import fact_status, fold_as_known_at, scope_statuses
 from memories.models import Fact
 from tests.admissions.conftest import write_fact
@@ -72,4 +72,29 @@ def test_one_account_challenging_many_facts_at_once_suspends_no_more_than_its_ca
     )
     statuses = scope_statuses(scope)
     assert sorted(statuses[fact.pk] for fact in facts).count("suspended") == 2
+    assert_derived_state_matches_the_fold(scope)
+
+
+def test_challenges_and_verdicts_on_the_same_facts_at_once_leave_the_rank_right(
+    steward, member, author, scope
+):
+    # Each challenge races the fact's first verdict: whichever commits first,
+    # the open challenge must end flagged with the verdict that stands, or the
+    # rank view (which reads the flag) would miss a suspension or invent one.
+    facts = [write_fact(author, f"lib-{n}") for n in range(WRITERS // 2)]
+    race(
+        lambda step: (
+            record_verdict(actor=steward, fact_id=step[1].pk, verdict="admitted", ground="ok")
+            if step[0] == "verdict"
+            else file_challenge(
+                actor=member, fact_id=step[1].pk, ground="wrong", evidence=["ticket"]
+            )
+        ),
+        [(kind, fact) for fact in facts for kind in ("verdict", "challenge")],
+    )
+    for entry in OpenChallenge.objects.all():
+        assert (
+            entry.fact_admitted
+            == FactVerdict.objects.filter(fact=entry.fact_id, verdict="admitted").exists()
+        )
     assert_derived_state_matches_the_fold(scope)

@@ -267,3 +267,63 @@ def test_the_derived_state_can_be_rebuilt_from_the_records(steward, member, syst
         cursor.execute("SELECT admissions_rebuild_state()")
     assert snapshot() == before
     assert before[0] and before[1] and before[2]
+
+
+def test_every_open_challenge_is_in_the_derived_state_flagged_for_the_rules(
+    steward, member, system_fact
+):
+    scope, fact = system_fact.scope, system_fact
+    plain = insert(scope=scope, fact=fact, role=Role.CHALLENGE, author=member)
+    evidenced = insert(
+        scope=scope,
+        fact=fact,
+        role=Role.CHALLENGE,
+        evidence=[{"ref": "ticket-9", "quote": ""}],
+        author=member,
+    )
+
+    def flags():
+        return sorted(
+            OpenChallenge.objects.values_list("challenge_id", "evidenced", "fact_admitted")
+        )
+
+    # A candidate: the challenges are open and count for nothing yet (rule 2).
+    assert flags() == sorted([(plain.pk, False, False), (evidenced.pk, True, False)])
+    assert set(Record.objects.open()) == {plain, evidenced}
+    assert not Record.objects.resolved().exists()
+
+    # The fact's verdict carries over to its open challenges, both ways.
+    admitted = insert(
+        scope=scope, fact=fact, role=Role.ADMISSION, verdict="admitted", author=steward
+    )
+    assert flags() == sorted([(plain.pk, False, True), (evidenced.pk, True, True)])
+    insert(
+        scope=scope,
+        fact=fact,
+        role=Role.ADMISSION,
+        verdict="rejected",
+        inserted_at=at("2026-03-02T12:00:00"),
+        author=steward,
+    )
+    assert flags() == sorted([(plain.pk, False, False), (evidenced.pk, True, False)])
+    # A backdated verdict decides nothing and changes no flag.
+    insert(
+        scope=scope,
+        fact=fact,
+        role=Role.ADMISSION,
+        verdict="admitted",
+        inserted_at=at("2026-01-01T00:00:00"),
+        author=steward,
+    )
+    assert flags() == sorted([(plain.pk, False, False), (evidenced.pk, True, False)])
+    assert FactVerdict.objects.get(fact=fact).record_id != admitted.pk
+
+    # A refutation of the unevidenced challenge closes it like any other.
+    insert(scope=scope, fact=fact, role=Role.REFUTATION, challenge=plain, author=steward)
+    assert flags() == [(evidenced.pk, True, False)]
+    assert list(Record.objects.open()) == [evidenced]
+    assert list(Record.objects.resolved()) == [plain]
+    assert {r.pk: r.refuted for r in Record.objects.challenges().with_refuted()} == {
+        plain.pk: True,
+        evidenced.pk: False,
+    }

@@ -111,7 +111,11 @@ def write(steps: list[dict], facts: list[Fact], accounts: list, steward) -> None
 def derived_state() -> tuple:
     return (
         sorted(FactVerdict.objects.values_list("fact_id", "verdict", "record_id", "decided_at")),
-        sorted(OpenChallenge.objects.values_list("challenge_id", "fact_id", "author_id")),
+        sorted(
+            OpenChallenge.objects.values_list(
+                "challenge_id", "fact_id", "author_id", "evidenced", "fact_admitted"
+            )
+        ),
         sorted(ScopeTally.objects.values_list("scope_id", "admitted")),
     )
 
