@@ -63,7 +63,7 @@ from memories.models import (
     Scope,
     SourceType,
 )
-from memories.roles import readable_scope_ids, steward_scope_ids
+from memories.roles import readable_scope_ids, reads_scope, steward_scope_ids
 from memories.selectors import TruthEntry, rank, truth_facts
 
 
@@ -677,7 +677,7 @@ def recall(
     the facts and their admission statuses are as the store knew them then.
     A scope the viewer may not read answers like a missing one.
     """
-    if not Scope.objects.visible_to(viewer).filter(pk=scope.pk).exists():
+    if not reads_scope(viewer, scope):
         raise NotFound("scope")
     facts = truth_facts(
         viewer=viewer,

@@ -62,6 +62,7 @@ from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
 from memories.models import Bucket, Conflict, Fact, Outcome, Scope
+from memories.roles import reads_scope
 
 router = Router(tags=["memories"])
 
@@ -315,8 +316,8 @@ def present_invalidation(result: InvalidateResult) -> dict[str, Any]:
 
 def readable_scope(actor: User, name: str) -> Scope:
     """The scope named ``name``; 404 when it is missing or ``actor`` may not read it."""
-    scope = Scope.objects.visible_to(actor).filter(name=name).first()
-    if scope is None:
+    scope = Scope.objects.filter(name=name).first()
+    if scope is None or not reads_scope(actor, scope):
         raise NotFound("scope")
     return scope
 

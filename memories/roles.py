@@ -153,6 +153,12 @@ def readable_scope_ids(user) -> list[int] | None:
     return sorted({*roles.member_scope_ids, *roles.steward_scope_ids})
 
 
+def reads_scope(user, scope) -> bool:
+    """Whether ``scope`` is among ``ScopeQuerySet.visible_to(user)``, from the ids read once."""
+    readable = readable_scope_ids(user)
+    return readable is None or scope.pk in readable
+
+
 def is_steward_of(user, scope) -> bool:
     """Whether ``user`` may act as a steward in ``scope``.
 
