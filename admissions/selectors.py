@@ -51,7 +51,7 @@ from admissions import status as fold
 from admissions.models import ChallengeRank, FactVerdict, Record, Role
 from admissions.status import AccountUsage, PlainRecord, Status, StatusName
 from memories.errors import NotFound, Rejected
-from memories.lookups import hot_cursor
+from memories.lookups import find_entity, hot_cursor
 from memories.models import (
     FACT_DISPLAY_RELATIONS,
     Bucket,
@@ -676,7 +676,39 @@ def recall(
     ``as_of`` is valid time; ``known_at`` is transaction time: with it, both
     the facts and their admission statuses are as the store knew them then.
     A scope the viewer may not read answers like a missing one.
+
+    As the store knows it now (the agents' recall), the read is one prepared
+    statement (``_current_truth``); looking back, ``recall_through_orm``.
     """
+    if not reads_scope(viewer, scope):
+        raise NotFound("scope")
+    if known_at is not None:
+        return recall_through_orm(
+            viewer=viewer,
+            scope=scope,
+            subject=subject,
+            predicate=predicate,
+            as_of=as_of,
+            known_at=known_at,
+        )
+    entity = None
+    if subject is not None:
+        entity = find_entity(scope, subject)
+        if entity is None:
+            return []
+    return rank(_current_truth(viewer, scope, entity, predicate, as_of=as_of), at=as_of)
+
+
+def recall_through_orm(
+    *,
+    viewer,
+    scope: Scope,
+    subject: str | None = None,
+    predicate: str | None = None,
+    as_of: datetime,
+    known_at: datetime | None = None,
+) -> list[TruthEntry]:
+    """``recall`` through the QuerySets: its definition, and its read at a past ``known_at``."""
     if not reads_scope(viewer, scope):
         raise NotFound("scope")
     facts = truth_facts(
@@ -700,3 +732,80 @@ def recall(
             ]
         )
     return rank(facts.filter(Q(bucket=Bucket.USER) | admitted), at=as_of)
+
+
+# ``recall_through_orm`` as known now, in one prepared statement: valid at
+# ``as_of`` (``FactQuerySet.valid_at``), not disputed now (``undisputed``),
+# a ``user`` fact only for its author, a ``system`` fact only when admitted
+# and not suspended (``in_effect``), with the rows ``for_display`` joins.
+# tests/admissions/test_recall_statement.py holds the two to the same answers.
+# Through the ORM, building and compiling the QuerySet took longer than
+# PostgreSQL took to plan and run it (docs/performance.md, "Reads").
+_TRUTH_SQL = f"""
+SELECT {", ".join(_columns("f", Fact))},
+       {", ".join(", ".join(_columns(alias, model)) for alias, _, model, _ in _SHOWN_RELATIONS)}
+  FROM {Fact._meta.db_table} f
+  {
+    " ".join(
+        f"{join} {model._meta.db_table} {alias} ON {alias}.id = f.{name}_id"
+        for alias, name, model, join in _SHOWN_RELATIONS
+    )
+}
+ WHERE f.scope_id = %(scope)s
+   AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s) AND f.t_valid <= %(at)s
+   AND NOT EXISTS (
+           SELECT 1 FROM {ConflictMember._meta.db_table} m
+             JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
+            WHERE m.fact_id = f.id AND m.disputes AND c.resolved_at IS NULL
+       )
+   AND (
+           (f.bucket = 'user' AND f.author_id = %(viewer)s)
+           OR (
+               f.bucket = 'system'
+               AND EXISTS (
+                   SELECT 1 FROM {FactVerdict._meta.db_table} v
+                    WHERE v.fact_id = f.id AND v.verdict = 'admitted'
+               )
+               AND f.id NOT IN (
+                   SELECT r.fact_id FROM {ChallengeRank._meta.db_table} r
+                    WHERE r.scope_id = %(scope)s AND r.position * 100 <= r.admitted * %(share)s + 99
+               )
+           )
+       )
+"""
+_TRUTH_OF_SUBJECT = " AND f.subject_id = %(subject)s"
+_TRUTH_OF_PREDICATE = (
+    f" AND f.predicate_id IN (SELECT id FROM {Predicate._meta.db_table} WHERE name = %(predicate)s)"
+)
+
+
+def _current_truth(
+    viewer, scope: Scope, entity: Entity | None, predicate: str | None, *, as_of: datetime
+) -> list[Fact]:
+    """The facts of ``recall`` as known now, in the order of ``recorded_at``, then id."""
+    sql = _TRUTH_SQL
+    if entity is not None:
+        sql += _TRUTH_OF_SUBJECT
+    if predicate is not None:
+        sql += _TRUTH_OF_PREDICATE
+    parameters = {
+        "scope": scope.pk,
+        "at": as_of,
+        "viewer": viewer.pk,
+        "share": share_percent(),
+        "subject": entity.pk if entity is not None else None,
+        "predicate": predicate,
+    }
+    with hot_cursor() as cursor:
+        cursor.execute(sql, parameters, prepare=True)
+        rows = cursor.fetchall()
+    facts = []
+    for row in rows:
+        values = iter(row)
+        fact = _from_row(Fact, values)
+        for _, name, model, _ in _SHOWN_RELATIONS:
+            setattr(fact, name, _from_row(model, values))
+        fact.disputed = False
+        facts.append(fact)
+    facts.sort(key=lambda fact: (fact.recorded_at, fact.pk))
+    return facts
