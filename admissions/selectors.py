@@ -136,8 +136,9 @@ def fact_statuses(facts: Iterable[Fact]) -> dict[UUID, Status]:
     query = statuses_query(facts)
     if query is None:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(*query)
+    # Prepared: the statement is the same whatever the number of facts.
+    with hot_cursor() as cursor:
+        cursor.execute(*query, prepare=True)
         return statuses_from_rows(facts, cursor.fetchall())
 
 

@@ -61,6 +61,7 @@ from memories.actions import (
 from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
+from memories.lookups import scope_named
 from memories.models import Bucket, Conflict, Fact, Outcome, Scope
 from memories.roles import reads_scope
 
@@ -316,7 +317,7 @@ def present_invalidation(result: InvalidateResult) -> dict[str, Any]:
 
 def readable_scope(actor: User, name: str) -> Scope:
     """The scope named ``name``; 404 when it is missing or ``actor`` may not read it."""
-    scope = Scope.objects.filter(name=name).first()
+    scope = scope_named(name)
     if scope is None or not reads_scope(actor, scope):
         raise NotFound("scope")
     return scope
