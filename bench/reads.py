@@ -439,6 +439,12 @@ def small_store(facts: int) -> Store:
     )
 
 
+def options_sort() -> str:
+    import os
+
+    return os.environ.get("BENCH_PROFILE_SORT", "cumulative")
+
+
 def profile(store: Store, name: str, count: int) -> None:
     import cProfile
     import pstats
@@ -455,7 +461,7 @@ def profile(store: Store, name: str, count: int) -> None:
         profiler.disable()
     finally:
         requests.mcp.close()
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+    pstats.Stats(profiler).sort_stats(options_sort()).print_stats(45)
 
 
 def main() -> None:
