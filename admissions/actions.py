@@ -71,7 +71,7 @@ def record_verdict(
     ground = required_reason(ground, "ground")
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
-        end_claims(fact_ids=[fact.pk])
+        end_claims(fact_ids=[fact.pk], scope_id=fact.scope_id)
         return _write(
             actor,
             fact,
@@ -137,7 +137,7 @@ def refute_challenge(
         now = _lock_scope(challenge.scope_id, now)
         if Record.objects.refutations().filter(challenge=challenge).exists():
             raise StateConflict("the challenge is already refuted")
-        end_claims(fact_ids=[challenge.fact_id])
+        end_claims(fact_ids=[challenge.fact_id], scope_id=challenge.scope_id)
         return _write(
             actor,
             challenge.fact,
@@ -182,7 +182,7 @@ def correct_fact(
         fact = Fact.objects.for_display().select_for_update(of=("self",)).get(pk=fact.pk)
         if not fact.is_live:
             raise StateConflict("only a live fact can be corrected")
-        end_claims(fact_ids=[fact.pk])
+        end_claims(fact_ids=[fact.pk], scope_id=fact.scope_id)
         if now <= fact.t_valid:
             raise StateConflict("the fact only becomes valid in the future: invalidate it")
         before = fact_status(fact)

@@ -35,7 +35,8 @@ class Figure:
 
     ``target`` is ``"<= x"``, ``">= x"`` or ``"constant"`` (``value`` is then
     the spread of a count between sizes, so 0 passes). ``p95_ms`` names the
-    reads whose p95 the harness compares between the two sizes.
+    reads whose p95 the harness compares between the two sizes, and
+    ``queries`` a request's query count, which must not change between them.
     """
 
     measure: str
@@ -43,6 +44,7 @@ class Figure:
     target: str
     detail: str = ""
     p95_ms: dict[str, float] = field(default_factory=dict)
+    queries: int | None = None
 
     def passed(self) -> bool:
         if self.target == "constant":

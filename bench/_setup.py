@@ -71,9 +71,9 @@ def drop_database(database: str) -> None:
 def raw_connection():
     """A plain psycopg connection to the bench database, for the baselines."""
     import psycopg
-    from django.conf import settings
+    from django.db import connection
 
-    db = settings.DATABASES["default"]
+    db = connection.settings_dict
     return psycopg.connect(
         host=db["HOST"],
         port=db["PORT"] or 5432,
@@ -100,3 +100,21 @@ def timed(function: Callable[[], object]) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def use_database(database: str) -> None:
+    """Point Django's default connection at another database on the same server."""
+    from django.db import connection
+
+    if connection.settings_dict["NAME"] != database:
+        connection.close()
+        connection.settings_dict["NAME"] = database
+
+
+def create_database(database: str) -> None:
+    """A fresh, migrated ``database`` beside the one ``start_django`` made; Django moves to it."""
+    from django.core.management import call_command
+
+    _recreate(database)
+    use_database(database)
+    call_command("migrate", verbosity=0)

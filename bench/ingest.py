@@ -30,8 +30,10 @@ import json
 import random
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
+from _figures import Figure, Store
 from _setup import drop_database, rate, raw_connection, start_django, timed
 
 DATABASE = "bench_ingest"
@@ -122,32 +124,116 @@ def main() -> None:
     options = parser.parse_args()
     start_django(DATABASE)
     try:
-        run(options.facts, options.batch_size, options.workers, options.rounds)
+        from django.contrib.auth.models import User
+
+        user = User.objects.create_user("bench")
+        result = compare(user, options.facts, options.batch_size, options.workers, options.rounds)
+        result.print()
     finally:
         drop_database(DATABASE)
 
 
-def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
+def measure(store: Store, *, rounds: int = 2, lines: int = 50_000) -> list[Figure]:
+    """The import on a generated store, into scopes of its own, against the COPYs."""
     from django.contrib.auth.models import User
+
+    result = compare(User.objects.get(pk=store.agent_id), lines, rounds=rounds)
+    return [
+        Figure(
+            "bulk import / COPY into a bare table",
+            result.ours_rate / result.bare_rate,
+            f">= {1 / 8}",
+            f"{lines:,} lines, {result.workers} workers: {result.ours_rate:,.0f} lines/s"
+            f" vs {result.bare_rate:,.0f} rows/s bare, {result.raw_rate:,.0f} rows/s"
+            " into an equivalent table",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    count: int
+    batch_size: int
+    workers: int
+    counts: dict[str, int]
+    stored: int
+    import_seconds: list[float]
+    raw_seconds: float
+    bare_seconds: float
+
+    @property
+    def ours_rate(self) -> float:
+        return rate(self.count, min(self.import_seconds))
+
+    @property
+    def raw_rate(self) -> float:
+        return rate(self.count, self.raw_seconds)
+
+    @property
+    def bare_rate(self) -> float:
+        return rate(self.count, self.bare_seconds)
+
+    def print(self) -> None:
+        counts = self.counts
+        print(
+            f"facts in the file        {self.count:>10,}"
+            f"   (batches of {self.batch_size:,}, {self.workers} workers)"
+        )
+        print(
+            "outcomes                 "
+            + ", ".join(
+                f"{counts.get(k, 0):,} {k}" for k in ("created", "reinforced", "superseded")
+            )
+            + f", {counts.get('flagged', 0):,} flagged, {counts.get('rejected', 0):,} rejected"
+        )
+        print(f"fact rows written        {self.stored:>10,}")
+        print(
+            f"claimgraph import        {self.ours_rate:>10,.0f} lines/s"
+            f"   ({min(self.import_seconds):.2f} s; rounds: "
+            + ", ".join(f"{rate(self.count, seconds):,.0f}" for seconds in self.import_seconds)
+            + ")"
+        )
+        print(
+            f"raw COPY, equivalent     {self.raw_rate:>10,.0f} rows/s    ({self.raw_seconds:.2f} s)"
+        )
+        print(
+            f"raw COPY, bare table     {self.bare_rate:>10,.0f} rows/s"
+            f"    ({self.bare_seconds:.2f} s)"
+        )
+        print(f"ratio vs equivalent COPY {self.ours_rate / self.raw_rate:>10.3f}")
+        print(
+            f"ratio vs bare COPY       {self.ours_rate / self.bare_rate:>10.3f}"
+            f"   (targets: issue 10 >= {1 / 16:.4f}, issue 14 >= {1 / 8:.3f})"
+        )
+        # The ceiling: what the fact table's own indexes and foreign keys cost a
+        # plain COPY of the same rows, before any decision is made.
+        print(f"equivalent / bare COPY   {self.raw_rate / self.bare_rate:>10.3f}")
+
+
+def compare(
+    user, count: int, batch_size: int = 1_000, workers: int | None = None, rounds: int = 3
+) -> Comparison:
+    """Import ``count`` lines ``rounds`` times as ``user``, then COPY the same rows raw."""
     from django.db import connection
 
-    from memories.core.normalize import value_key
     from memories.ingest import default_workers, import_lines, read_lines
-    from memories.models import Entity, Fact, Predicate, Scope, SourceType
+    from memories.models import Fact, Scope
 
     workers = workers or default_workers()
-    user = User.objects.create_user("bench")
     rows = assertions(count)
     import_seconds = []
     outcomes = []
+    # Scope names of this call's own, so the comparison can run on a store
+    # that already holds other imports.
+    prefix = f"import-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as folder:
         # Each round imports the same file into a scope of its own (scopes
         # share nothing but the tables, which only grow: a later round can
         # only be slower), and the fastest round counts, as for the COPY.
         for round_number in range(rounds):
-            scope_name = f"bench-{round_number}"
+            scope_name = f"{prefix}-{round_number}"
             Scope.objects.create(name=scope_name).members.add(user)
-            actor = User.objects.get(pk=user.pk)  # a fresh object: scopes are read once per user
+            actor = type(user).objects.get(pk=user.pk)  # scopes are read once per user object
             path = Path(folder) / f"{scope_name}.jsonl"
             path.write_text(
                 "".join(json.dumps(row | {"scope": scope_name}) + "\n" for row in rows),
@@ -163,26 +249,40 @@ def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
             import_seconds.append(timed(ours))
             outcomes.append(report["result"].counts)
     assert all(counts == outcomes[0] for counts in outcomes), "rounds must decide alike"
-    counts = outcomes[0]
-    ours_seconds = min(import_seconds)
-    first_scope = Scope.objects.get(name="bench-0")
-
-    # The same rows for the baselines, built before the clock starts.
-    entity_ids = dict(Entity.objects.filter(scope=first_scope).values_list("key", "pk"))
-    predicates = dict(Predicate.objects.values_list("name", "pk"))
-    sources = dict(SourceType.objects.values_list("name", "pk"))
-    scope_id = first_scope.pk
+    first_scope = Scope.objects.get(name=f"{prefix}-0")
     with connection.cursor() as cursor:
         cursor.execute("SELECT now()")
         (now,) = cursor.fetchone()
-    baseline_rows = []
+    baseline_rows = _baseline_rows(rows, first_scope, user, now)
+    raw_seconds, bare_seconds = _copy_seconds(baseline_rows)
+    return Comparison(
+        count=count,
+        batch_size=batch_size,
+        workers=workers,
+        counts=outcomes[0],
+        stored=Fact.objects.filter(scope=first_scope).count(),
+        import_seconds=import_seconds,
+        raw_seconds=raw_seconds,
+        bare_seconds=bare_seconds,
+    )
+
+
+def _baseline_rows(rows: list[dict], scope, user, now) -> list[tuple]:
+    """The imported rows as COPY values, built before the baseline's clock starts."""
+    from memories.core.normalize import value_key
+    from memories.models import Entity, Predicate, SourceType
+
+    entity_ids = dict(Entity.objects.filter(scope=scope).values_list("key", "pk"))
+    predicates = dict(Predicate.objects.values_list("name", "pk"))
+    sources = dict(SourceType.objects.values_list("name", "pk"))
+    baseline = []
     for row in rows:
         entity = row.get("object_kind") == "entity"
         object_ref = entity_ids[value_key(row["object"])] if entity else None
-        baseline_rows.append(
+        baseline.append(
             (
                 uuid.uuid4(),
-                scope_id,
+                scope.pk,
                 entity_ids[value_key(row["subject"])],
                 predicates[row["predicate"]],
                 "entity" if entity else "literal",
@@ -208,8 +308,15 @@ def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
                 None,
             )
         )
+    return baseline
 
+
+def _copy_seconds(baseline_rows: list[tuple]) -> tuple[float, float]:
+    """The fastest COPY of the rows into an equivalent table and into a bare one."""
     raw = raw_connection()
+    # Ordinary tables (a temporary one skips the write-ahead log, which the
+    # import pays), dropped at the end so a store can be measured again.
+    raw.execute("DROP TABLE IF EXISTS raw_fact, bare_fact")
     raw.execute("CREATE TABLE raw_fact (LIKE memories_fact INCLUDING ALL)")
     raw.execute("CREATE TABLE bare_fact (LIKE memories_fact INCLUDING DEFAULTS)")
     unique = raw.execute(
@@ -251,36 +358,13 @@ def run(count: int, batch_size: int, workers: int | None, rounds: int) -> None:
             times.append(timed(copy_into(table)))
         return min(times)
 
-    raw_seconds = fastest_copy("raw_fact")
-    bare_seconds = fastest_copy("bare_fact")
-    raw.close()
-
-    ours_rate = rate(count, ours_seconds)
-    raw_rate = rate(count, raw_seconds)
-    bare_rate = rate(count, bare_seconds)
-    stored = Fact.objects.filter(scope=first_scope).count()
-    print(f"facts in the file        {count:>10,}   (batches of {batch_size:,}, {workers} workers)")
-    print(
-        "outcomes                 "
-        + ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("created", "reinforced", "superseded"))
-        + f", {counts.get('flagged', 0):,} flagged, {counts.get('rejected', 0):,} rejected"
-    )
-    print(f"fact rows written        {stored:>10,}")
-    print(
-        f"claimgraph import        {ours_rate:>10,.0f} lines/s   ({ours_seconds:.2f} s; rounds: "
-        + ", ".join(f"{rate(count, seconds):,.0f}" for seconds in import_seconds)
-        + ")"
-    )
-    print(f"raw COPY, equivalent     {raw_rate:>10,.0f} rows/s    ({raw_seconds:.2f} s)")
-    print(f"raw COPY, bare table     {bare_rate:>10,.0f} rows/s    ({bare_seconds:.2f} s)")
-    print(f"ratio vs equivalent COPY {ours_rate / raw_rate:>10.3f}")
-    print(
-        f"ratio vs bare COPY       {ours_rate / bare_rate:>10.3f}"
-        f"   (targets: issue 10 >= {1 / 16:.4f}, issue 14 >= {1 / 8:.3f})"
-    )
-    # The ceiling: what the fact table's own indexes and foreign keys cost a
-    # plain COPY of the same rows, before any decision is made.
-    print(f"equivalent / bare COPY   {raw_rate / bare_rate:>10.3f}")
+    try:
+        return fastest_copy("raw_fact"), fastest_copy("bare_fact")
+    finally:
+        raw.rollback()
+        raw.execute("DROP TABLE raw_fact, bare_fact")
+        raw.commit()
+        raw.close()
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ Two back ends take the same values:
   standing facts that changed, a COPY each for new facts, conflicts, members
   and audit entries.
 
+(:func:`apply_many` is the first one's set-wise twin for background
+maintenance: many decisions on distinct slots, written a statement per kind
+of change.)
+
 They differ in one thing: where the moot check reads a conflict's members.
 :func:`apply` reads the open conflicts of the ``check_moot`` facts from the
 database, locked, since a single write has nothing else in hand. The
@@ -218,6 +222,108 @@ _REOPEN = (
     f"UPDATE {_FACTS} SET t_invalid = NULL, invalidated_at = NULL, invalidated_by_id = NULL,"
     " invalidation_kind = '', invalidation_reason = '', superseded_by_id = NULL"
     f" WHERE id = %s RETURNING {_SLOT_COLUMNS}"
+)
+
+
+# --- many independent decisions at once ---------------------------------------------
+
+
+def apply_many(batch: Iterable[Effects]) -> Applied:
+    """Write the effects of many independent decisions set-wise: :func:`apply`'s end state.
+
+    For background maintenance (the crawler), whose decisions are each on a
+    slot of their own, taken under that slot's lock (held by the caller), so
+    no change of one can meet another's. The decay marks and the closed
+    intervals are one UPDATE each; the new conflicts, their members and the
+    audit entries one COPY each, in the batch's order. Then, as
+    :func:`apply` does, the open conflicts of the facts that stopped being
+    live are weighed and closed if moot (their audit entries come after the
+    batch's). Only the kinds such decisions make: any other raises
+    ``TypeError``.
+    """
+    marks: list[MarkDecayed] = []
+    closes: list[CloseInterval] = []
+    conflicts: list[OpenConflict] = []
+    notes: list[AuditNote] = []
+    moot: dict[datetime | None, list[UUID]] = {}
+    by_kind: dict[type, list] = {
+        MarkDecayed: marks,
+        CloseInterval: closes,
+        OpenConflict: conflicts,
+        AuditNote: notes,
+    }
+    for effects in batch:
+        for change in effects.changes:
+            wanted = by_kind.get(type(change))
+            if wanted is None:
+                raise TypeError(f"apply_many does not apply {change!r}")
+            wanted.append(change)
+        if effects.check_moot:
+            moot.setdefault(effects.now, []).extend(effects.check_moot)
+    applied = Applied()
+    with hot_cursor() as cursor:
+        if marks:
+            ids = [mark.fact_id for mark in marks]
+            cursor.execute(_MARK_DECAYED_MANY, [ids, [mark.at for mark in marks], ids])
+        if closes:
+            ids = [close.fact_id for close in closes]
+            cursor.execute(
+                _CLOSE_MANY,
+                [ids, *([getattr(c, name) for c in closes] for name in _CLOSE_FIELDS), ids],
+            )
+            applied.touched.update(cursor.fetchall())
+    _insert_opened(conflicts)
+    applied.opened.extend(
+        Conflict(
+            id=c.id,
+            kind=c.kind,
+            scope_id=c.scope_id,
+            subject_id=c.subject_id,
+            predicate_id=c.predicate_id,
+            opened_at=c.opened_at,
+        )
+        for c in conflicts
+    )
+    _insert_audit(notes)
+    for now, fact_ids in moot.items():
+        _close_moot(tuple(fact_ids), now, applied, applied.touched)
+    return applied
+
+
+def _insert_opened(conflicts: list[OpenConflict]) -> None:
+    """One COPY for these open conflicts, one for their members."""
+    if not conflicts:
+        return
+    with hot_cursor() as cursor:
+        with cursor.copy(_COPY_CONFLICTS) as copy:
+            copy.set_types(_CONFLICT_TYPES)
+            for c in conflicts:
+                copy.write_row((*c[:6], None, None, "", ""))
+        with cursor.copy(_COPY_MEMBERS) as copy:
+            copy.set_types(_MEMBER_TYPES)
+            for c in conflicts:
+                for member in c.members:
+                    copy.write_row((c.id, *member))
+
+
+# The ids again as a condition on the table itself, so that PostgreSQL finds
+# the rows by primary key (as in _update_standing below).
+_MARK_DECAYED_MANY = (
+    f"UPDATE {_FACTS} AS f SET decayed_at = u.at"
+    " FROM unnest(%b::uuid[], %b::timestamptz[]) AS u(id, at)"
+    " WHERE f.id = u.id AND f.id = ANY(%b::uuid[])"
+)
+_CLOSE_FIELDS = ("at", "now", "kind", "reason", "superseded_by", "invalidated_by")
+# Only a live fact closes, as in _CLOSE.
+_CLOSE_MANY = (
+    f"UPDATE {_FACTS} AS f SET t_invalid = u.at, invalidated_at = u.now,"
+    " invalidation_kind = u.kind, invalidation_reason = u.reason,"
+    " superseded_by_id = u.superseded_by, invalidated_by_id = u.invalidated_by"
+    " FROM unnest(%b::uuid[], %b::timestamptz[], %b::timestamptz[], %b::text[], %b::text[],"
+    "             %b::uuid[], %b::int4[])"
+    "   AS u(id, at, now, kind, reason, superseded_by, invalidated_by)"
+    " WHERE f.id = u.id AND f.id = ANY(%b::uuid[]) AND f.t_invalid IS NULL"
+    " RETURNING f.scope_id, f.subject_id, f.predicate_id"
 )
 
 

@@ -95,13 +95,27 @@ def release_claim(
     return True
 
 
-def end_claims(*, conflict_ids: Iterable[UUID] = (), fact_ids: Iterable[UUID] = ()) -> None:
-    """A ruling on these items ends their claims (call inside the ruling's transaction)."""
+def end_claims(
+    *,
+    conflict_ids: Iterable[UUID] = (),
+    fact_ids: Iterable[UUID] = (),
+    scope_id: int | None = None,
+) -> None:
+    """A ruling on these items ends their claims (call inside the ruling's transaction).
+
+    ``scope_id``, the items' scope, ties the delete to it, so that a store
+    distributed by scope runs it on one shard (docs/scale-out.md).
+    """
     conflicts, facts = list(conflict_ids), list(fact_ids)
+    claims = (
+        ReviewClaim.objects.all()
+        if scope_id is None
+        else ReviewClaim.objects.filter(scope_id=scope_id)
+    )
     if conflicts:
-        ReviewClaim.objects.filter(conflict_id__in=conflicts).delete()
+        claims.filter(conflict_id__in=conflicts).delete()
     if facts:
-        ReviewClaim.objects.filter(fact_id__in=facts).delete()
+        claims.filter(fact_id__in=facts).delete()
 
 
 def _item(

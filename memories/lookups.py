@@ -129,7 +129,8 @@ def entity_from_row(row: Sequence[Any] | None) -> Entity | None:
         return None
     *fields, merged_into = row
     if merged_into is not None:
-        return Entity.objects.get(pk=merged_into)
+        # A merge never crosses scopes: the scope ties the read to one shard.
+        return Entity.objects.get(scope_id=fields[1], pk=merged_into)
     return Entity(*fields)
 
 

@@ -26,7 +26,12 @@ BEGIN
             VALUES (NEW.scope_id, 0) ON CONFLICT (scope_id) DO NOTHING;
         PERFORM 1 FROM admissions_scopetally WHERE scope_id = NEW.scope_id FOR UPDATE;
 
-        SELECT * INTO standing FROM admissions_factverdict WHERE fact_id = NEW.fact_id;
+        -- Every statement here names the record's scope as well as its fact
+        -- (a fact's records, verdict and challenges share its scope), so a
+        -- store distributed by scope runs each on the fact's shard
+        -- (docs/scale-out.md).
+        SELECT * INTO standing FROM admissions_factverdict
+            WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id;
         IF NOT FOUND THEN
             INSERT INTO admissions_factverdict (fact_id, scope_id, verdict, record_id, decided_at)
                 VALUES (NEW.fact_id, NEW.scope_id, NEW.verdict, NEW.id, NEW.inserted_at);
@@ -36,7 +41,7 @@ BEGIN
         ELSIF (NEW.inserted_at, NEW.id) > (standing.decided_at, standing.record_id) THEN
             UPDATE admissions_factverdict
                 SET verdict = NEW.verdict, record_id = NEW.id, decided_at = NEW.inserted_at
-                WHERE fact_id = NEW.fact_id;
+                WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id;
             delta := (NEW.verdict = 'admitted')::integer
                    - (standing.verdict = 'admitted')::integer;
         END IF;
@@ -49,7 +54,7 @@ BEGIN
         -- challenge; the NOT EXISTS keeps this right even if it were not.
         IF NEW.evidence IS NOT NULL AND NOT EXISTS (
             SELECT 1 FROM admissions_record
-            WHERE role = 'refutation' AND challenge_id = NEW.id
+            WHERE scope_id = NEW.scope_id AND role = 'refutation' AND challenge_id = NEW.id
         ) THEN
             INSERT INTO admissions_openchallenge
                 (challenge_id, scope_id, fact_id, author_id, inserted_at)
@@ -57,7 +62,8 @@ BEGIN
         END IF;
     ELSE
         -- Rule 4: set membership. A second refutation finds nothing to close.
-        DELETE FROM admissions_openchallenge WHERE challenge_id = NEW.challenge_id;
+        DELETE FROM admissions_openchallenge
+            WHERE scope_id = NEW.scope_id AND challenge_id = NEW.challenge_id;
     END IF;
     RETURN NULL;
 END;
@@ -115,7 +121,8 @@ FROM (
     SELECT DISTINCT ON (o.scope_id, o.author_id, o.fact_id)
         o.challenge_id, o.scope_id, o.fact_id, o.author_id, o.inserted_at, t.admitted
     FROM admissions_openchallenge o
-    JOIN admissions_factverdict v ON v.fact_id = o.fact_id AND v.verdict = 'admitted'
+    JOIN admissions_factverdict v
+      ON v.scope_id = o.scope_id AND v.fact_id = o.fact_id AND v.verdict = 'admitted'
     JOIN admissions_scopetally t ON t.scope_id = o.scope_id
     ORDER BY o.scope_id, o.author_id, o.fact_id, o.inserted_at, o.challenge_id
 ) AS earliest;

@@ -8,6 +8,10 @@
 -- planned again each time). They also give operators the same read from psql:
 --     SELECT * FROM admissions_fact_status('<fact id>', <scope id>);
 --
+-- Every table read is a per-scope one and every read names p_scope, so a
+-- store distributed by scope runs the whole function on the fact's shard
+-- (docs/scale-out.md).
+--
 -- Both feed the pure fold's judge (admissions.status.judge) the numbers of
 -- rule 6 computed here; the tests hold them to the fold on random histories.
 
@@ -38,7 +42,7 @@ BEGIN
     WITH firsts AS (
         SELECT DISTINCT ON (o.author_id) o.challenge_id
         FROM admissions_openchallenge o
-        WHERE o.fact_id = p_fact
+        WHERE o.scope_id = p_scope AND o.fact_id = p_fact
         ORDER BY o.author_id, o.inserted_at, o.challenge_id
     )
     SELECT
@@ -49,7 +53,7 @@ BEGIN
             SELECT count(DISTINCT o.fact_id)
             FROM admissions_openchallenge o
             JOIN admissions_factverdict v
-              ON v.fact_id = o.fact_id AND v.verdict = 'admitted'
+              ON v.scope_id = o.scope_id AND v.fact_id = o.fact_id AND v.verdict = 'admitted'
             WHERE o.scope_id = p_scope
               AND o.author_id = r.author_id
               AND (o.inserted_at, o.challenge_id) < (r.inserted_at, r.id)
@@ -68,7 +72,7 @@ BEGIN
                (SELECT u.username FROM auth_user u WHERE u.id = rec.author_id) AS username,
                rec.inserted_at
         FROM admissions_record rec
-        WHERE rec.fact_id = p_fact
+        WHERE rec.scope_id = p_scope AND rec.fact_id = p_fact
     ) AS r ON true;
 END;
 $$;
@@ -98,7 +102,7 @@ BEGIN
     WITH standing AS (
         SELECT v.record_id, v.verdict, v.decided_at
         FROM admissions_factverdict v
-        WHERE v.fact_id = p_fact
+        WHERE v.scope_id = p_scope AND v.fact_id = p_fact
     ),
     rows AS (
         SELECT s.record_id AS id, 'admission'::varchar AS role, s.verdict,
@@ -110,20 +114,20 @@ BEGIN
             -- open evidenced challenge of each account on it is ranked.
             CASE WHEN (SELECT s.verdict FROM standing s) = 'admitted' AND NOT EXISTS (
                 SELECT 1 FROM admissions_openchallenge e
-                WHERE e.fact_id = p_fact AND e.author_id = o.author_id
+                WHERE e.scope_id = p_scope AND e.fact_id = p_fact AND e.author_id = o.author_id
                   AND (e.inserted_at, e.challenge_id) < (o.inserted_at, o.challenge_id)
             ) THEN (
                 SELECT count(DISTINCT x.fact_id)
                 FROM admissions_openchallenge x
                 JOIN admissions_factverdict xv
-                  ON xv.fact_id = x.fact_id AND xv.verdict = 'admitted'
+                  ON xv.scope_id = x.scope_id AND xv.fact_id = x.fact_id AND xv.verdict = 'admitted'
                 WHERE x.scope_id = p_scope
                   AND x.author_id = o.author_id
                   AND (x.inserted_at, x.challenge_id) < (o.inserted_at, o.challenge_id)
                   AND x.fact_id <> p_fact
             ) END
         FROM admissions_openchallenge o
-        WHERE o.fact_id = p_fact
+        WHERE o.scope_id = p_scope AND o.fact_id = p_fact
     )
     SELECT tally.admitted, r.id, r.role, r.verdict, r.author_id, r.inserted_at, r.earlier
     FROM (

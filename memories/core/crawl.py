@@ -146,7 +146,8 @@ def crawl_slot(
     changes: list[Change] = []
     counts = dict.fromkeys(ACTIONS, 0)
     candidates = []
-    for fact in sorted(facts, key=lambda f: (f.t_valid, str(f.id))):
+    # By valid time, then id (a UUID orders as its text does).
+    for fact in sorted(facts, key=lambda f: (f.t_valid, f.id)):
         if is_marked_decayed(fact.decayed_at, fact.last_reinforced_at):
             continue
         source = vocabulary.sources[fact.source_type]
@@ -190,6 +191,15 @@ def crawl_slot(
             )
             counts[OPENED_CONFLICT] = 1
     return SlotOutcome(Effects(tuple(changes), tuple(superseded), now), counts)
+
+
+def weighs_conflicts(predicate: str, facts: int, vocabulary: Vocabulary) -> bool:
+    """Whether :func:`crawl_slot` reads the conflicts of a slot's ``facts`` active facts.
+
+    Only values that compete are weighed against each other, so only a slot
+    of two or more of them: the shell loads conflicts for those slots alone.
+    """
+    return facts > 1 and _values_compete(predicate, vocabulary)
 
 
 def _values_compete(predicate: str, vocabulary: Vocabulary) -> bool:

@@ -10,6 +10,7 @@ from memories.core.crawl import (
     SlotFact,
     crawl_slot,
     has_update_cue,
+    weighs_conflicts,
 )
 from memories.core.decisions import PredicateSpec, SourceSpec, Vocabulary
 from memories.core.effects import AuditNote, CloseInterval, MarkDecayed, OpenConflict
@@ -255,3 +256,17 @@ def test_a_reverted_decay_mark_is_not_made_again_until_the_fact_is_reinforced(
         decay_reverted_at=None if reverted is None else NOW - timedelta(days=reverted),
     )
     assert (MarkDecayed in kinds(crawl(old))) is marked
+
+
+@pytest.mark.parametrize(
+    ("predicate", "facts", "weighed"),
+    [
+        ("core/has-version", 2, True),
+        ("core/has-version", 1, False),  # one value competes with nothing
+        ("core/uses", 5, False),  # many-valued: values coexist
+        ("core/happened", 3, False),  # event-like
+        ("core/reviewed", 2, True),
+    ],
+)
+def test_only_slots_of_competing_values_weigh_their_conflicts(predicate, facts, weighed):
+    assert weighs_conflicts(predicate, facts, VOCAB) is weighed
