@@ -116,10 +116,18 @@ class McpInProcess:
         asyncio.set_event_loop(self.loop)
 
         async def serve() -> None:
+            from asgiref.sync import sync_to_async
+            from django.db import connection
+
+            # Django's sync thread may hold a connection to another database
+            # (bench/scale.py measures two stores in one process).
+            close = sync_to_async(connection.close, thread_sensitive=True)
             self._stop = asyncio.Event()
+            await close()
             async with self.mcp.server.session_manager.run():
                 started.set()
                 await self._stop.wait()
+            await close()
 
         self.loop.run_until_complete(serve())
 
