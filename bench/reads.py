@@ -121,7 +121,10 @@ class McpInProcess:
 
             # Django's sync thread may hold a connection to another database
             # (bench/scale.py measures two stores in one process).
-            close = sync_to_async(connection.close, thread_sensitive=True)
+            def close_connection() -> None:
+                connection.close()  # the sync thread's own connection
+
+            close = sync_to_async(close_connection, thread_sensitive=True)
             self._stop = asyncio.Event()
             await close()
             async with self.mcp.server.session_manager.run():
