@@ -24,6 +24,7 @@ in SQL; the tests check on random histories that both paths agree.
 """
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -36,6 +37,7 @@ from django.db.models import (
     CharField,
     Exists,
     F,
+    Model,
     OuterRef,
     Q,
     QuerySet,
@@ -49,7 +51,19 @@ from admissions import status as fold
 from admissions.models import ChallengeRank, FactVerdict, OpenChallenge, Record, Role
 from admissions.status import AccountUsage, PlainRecord, Status, StatusName
 from memories.errors import NotFound, Rejected
-from memories.models import Bucket, Fact, Scope
+from memories.lookups import find_entity, hot_cursor
+from memories.models import (
+    FACT_DISPLAY_RELATIONS,
+    Bucket,
+    Conflict,
+    ConflictMember,
+    Entity,
+    Fact,
+    Predicate,
+    Scope,
+    SourceType,
+)
+from memories.roles import readable_scope_ids, reads_scope, steward_scope_ids
 from memories.selectors import TruthEntry, rank, truth_facts
 
 
@@ -122,8 +136,9 @@ def fact_statuses(facts: Iterable[Fact]) -> dict[UUID, Status]:
     query = statuses_query(facts)
     if query is None:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(*query)
+    # Prepared: the statement is the same whatever the number of facts.
+    with hot_cursor() as cursor:
+        cursor.execute(*query, prepare=True)
         return statuses_from_rows(facts, cursor.fetchall())
 
 
@@ -269,6 +284,127 @@ def _plain(
 def fact_records(fact: Fact) -> QuerySet[Record]:
     """The fact's whole record history, oldest first: the argument behind its status."""
     return Record.objects.filter(fact=fact).select_related("author", "challenge").history_order()
+
+
+# --- one fact as an agent reads it -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShownFact:
+    """A fact with what its display reads, its status (None for ``user``) and its dispute."""
+
+    fact: Fact
+    status: Status | None
+    disputed: bool
+
+
+def _columns(alias: str, model: type[Model]) -> list[str]:
+    return [f"{alias}.{field.column}" for field in model._meta.concrete_fields]
+
+
+# What the Fact shape shows of one fact, in one prepared statement: the fact
+# with the rows ``FactQuerySet.for_display`` joins, whether it is disputed now
+# (``FactQuerySet.with_disputed``), the rows of ``admissions_fact_status``,
+# and who may read it (``FactQuerySet.readable_by``, with the ids of
+# ``memories.roles``). tests/admissions/test_shown_fact.py holds it to those
+# ORM reads. The agents' most frequent read: through the ORM, building and
+# planning the join took ten times what running it does.
+_SHOWN_RELATIONS = (
+    ("s", "scope", Scope, "JOIN"),
+    ("sub", "subject", Entity, "JOIN"),
+    ("p", "predicate", Predicate, "JOIN"),
+    ("ob", "object_ref", Entity, "LEFT JOIN"),
+    ("st", "source_type", SourceType, "JOIN"),
+    ("u", "author", get_user_model(), "JOIN"),
+)
+assert tuple(name for _, name, _, _ in _SHOWN_RELATIONS) == FACT_DISPLAY_RELATIONS
+_SHOWN_FACT_SQL = f"""
+SELECT {", ".join(_columns("f", Fact))},
+       {", ".join(", ".join(_columns(alias, model)) for alias, _, model, _ in _SHOWN_RELATIONS)},
+       disputed.yes IS NOT NULL,
+       status.*
+  FROM {Fact._meta.db_table} f
+  {
+    " ".join(
+        f"{join} {model._meta.db_table} {alias} ON {alias}.id = f.{name}_id"
+        for alias, name, model, join in _SHOWN_RELATIONS
+    )
+}
+  -- A probe of the fact's own memberships: as an EXISTS, PostgreSQL may hash
+  -- every disputed membership of the store instead (5-8 ms at 1,000,000 facts).
+  LEFT JOIN LATERAL (
+      SELECT true AS yes FROM {ConflictMember._meta.db_table} m
+        JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
+       WHERE m.fact_id = f.id AND m.disputes AND c.resolved_at IS NULL
+       LIMIT 1
+  ) AS disputed ON true
+  LEFT JOIN LATERAL admissions_fact_status(f.id, f.scope_id::integer) AS status
+         ON f.bucket = 'system'
+ WHERE f.id = %(fact)s
+   AND (%(everything)s OR (
+           f.scope_id = ANY(%(readable)s)
+           AND (f.bucket = 'system' OR f.author_id = %(user)s OR f.scope_id = ANY(%(stewarded)s))
+       ))
+"""
+
+
+def shown_fact(actor, fact_id: UUID | str) -> ShownFact:
+    """The fact ``actor`` may read (as ``readable_fact`` finds it) with its status and
+    dispute, in one statement; else :class:`NotFound`."""
+    try:
+        fact_uuid = UUID(str(fact_id))
+    except ValueError:
+        raise NotFound("fact") from None
+    readable = readable_scope_ids(actor)
+    parameters = {
+        "fact": fact_uuid,
+        "everything": readable is None,
+        "readable": readable or [],
+        "user": actor.pk,
+        "stewarded": steward_scope_ids(actor),
+    }
+    with hot_cursor() as cursor:
+        cursor.execute(_SHOWN_FACT_SQL, parameters, prepare=True)
+        rows = cursor.fetchall()
+    if not rows:
+        raise NotFound("fact")
+    values = iter(rows[0])
+    fact = _from_row(Fact, values)
+    for _, name, model, _ in _SHOWN_RELATIONS:
+        setattr(fact, name, _from_row(model, values))
+    disputed = next(values)
+    status = None
+    if fact.bucket == Bucket.SYSTEM:
+        status = _judged(fact, [row[-len(_STATUS_COLUMNS) :] for row in rows])
+    return ShownFact(fact=fact, status=status, disputed=disputed)
+
+
+# The columns of ``admissions_fact_status`` (admissions/sql/status.sql).
+_STATUS_COLUMNS = (
+    "admitted",
+    "id",
+    "role",
+    "verdict",
+    "evidenced",
+    "challenge_id",
+    "author_id",
+    "username",
+    "inserted_at",
+    "earlier",
+)
+
+
+def _from_row(model: type[Model], values: Iterator[Any]) -> Any:
+    """An instance of ``model`` from the next of ``values``, in its concrete fields' order;
+    None for the empty side of an outer join."""
+    fields = model._meta.concrete_fields
+    found = [next(values) for _ in fields]
+    if found[0] is None:
+        return None
+    for index, field in enumerate(fields):
+        if hasattr(field, "from_db_value") and found[index] is not None:
+            found[index] = field.from_db_value(found[index], None, connection)
+    return model.from_db(connection.alias, [field.attname for field in fields], found)
 
 
 # --- a whole scope ------------------------------------------------------------------
@@ -571,8 +707,40 @@ def recall(
     ``as_of`` is valid time; ``known_at`` is transaction time: with it, both
     the facts and their admission statuses are as the store knew them then.
     A scope the viewer may not read answers like a missing one.
+
+    As the store knows it now (the agents' recall), the read is one prepared
+    statement (``_current_truth``); looking back, ``recall_through_orm``.
     """
-    if not Scope.objects.visible_to(viewer).filter(pk=scope.pk).exists():
+    if not reads_scope(viewer, scope):
+        raise NotFound("scope")
+    if known_at is not None:
+        return recall_through_orm(
+            viewer=viewer,
+            scope=scope,
+            subject=subject,
+            predicate=predicate,
+            as_of=as_of,
+            known_at=known_at,
+        )
+    entity = None
+    if subject is not None:
+        entity = find_entity(scope, subject)
+        if entity is None:
+            return []
+    return rank(_current_truth(viewer, scope, entity, predicate, as_of=as_of), at=as_of)
+
+
+def recall_through_orm(
+    *,
+    viewer,
+    scope: Scope,
+    subject: str | None = None,
+    predicate: str | None = None,
+    as_of: datetime,
+    known_at: datetime | None = None,
+) -> list[TruthEntry]:
+    """``recall`` through the QuerySets: its definition, and its read at a past ``known_at``."""
+    if not reads_scope(viewer, scope):
         raise NotFound("scope")
     facts = truth_facts(
         viewer=viewer,
@@ -595,3 +763,80 @@ def recall(
             ]
         )
     return rank(facts.filter(Q(bucket=Bucket.USER) | admitted), at=as_of)
+
+
+# ``recall_through_orm`` as known now, in one prepared statement: valid at
+# ``as_of`` (``FactQuerySet.valid_at``), not disputed now (``undisputed``),
+# a ``user`` fact only for its author, a ``system`` fact only when admitted
+# and not suspended (``in_effect``), with the rows ``for_display`` joins.
+# tests/admissions/test_recall_statement.py holds the two to the same answers.
+# Through the ORM, building and compiling the QuerySet took longer than
+# PostgreSQL took to plan and run it (docs/performance.md, "Reads").
+_TRUTH_SQL = f"""
+SELECT {", ".join(_columns("f", Fact))},
+       {", ".join(", ".join(_columns(alias, model)) for alias, _, model, _ in _SHOWN_RELATIONS)}
+  FROM {Fact._meta.db_table} f
+  {
+    " ".join(
+        f"{join} {model._meta.db_table} {alias} ON {alias}.id = f.{name}_id"
+        for alias, name, model, join in _SHOWN_RELATIONS
+    )
+}
+ WHERE f.scope_id = %(scope)s
+   AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s) AND f.t_valid <= %(at)s
+   AND NOT EXISTS (
+           SELECT 1 FROM {ConflictMember._meta.db_table} m
+             JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
+            WHERE m.fact_id = f.id AND m.disputes AND c.resolved_at IS NULL
+       )
+   AND (
+           (f.bucket = 'user' AND f.author_id = %(viewer)s)
+           OR (
+               f.bucket = 'system'
+               AND EXISTS (
+                   SELECT 1 FROM {FactVerdict._meta.db_table} v
+                    WHERE v.fact_id = f.id AND v.verdict = 'admitted'
+               )
+               AND f.id NOT IN (
+                   SELECT r.fact_id FROM {ChallengeRank._meta.db_table} r
+                    WHERE r.scope_id = %(scope)s AND r.position * 100 <= r.admitted * %(share)s + 99
+               )
+           )
+       )
+"""
+_TRUTH_OF_SUBJECT = " AND f.subject_id = %(subject)s"
+_TRUTH_OF_PREDICATE = (
+    f" AND f.predicate_id IN (SELECT id FROM {Predicate._meta.db_table} WHERE name = %(predicate)s)"
+)
+
+
+def _current_truth(
+    viewer, scope: Scope, entity: Entity | None, predicate: str | None, *, as_of: datetime
+) -> list[Fact]:
+    """The facts of ``recall`` as known now, in the order of ``recorded_at``, then id."""
+    sql = _TRUTH_SQL
+    if entity is not None:
+        sql += _TRUTH_OF_SUBJECT
+    if predicate is not None:
+        sql += _TRUTH_OF_PREDICATE
+    parameters = {
+        "scope": scope.pk,
+        "at": as_of,
+        "viewer": viewer.pk,
+        "share": share_percent(),
+        "subject": entity.pk if entity is not None else None,
+        "predicate": predicate,
+    }
+    with hot_cursor() as cursor:
+        cursor.execute(sql, parameters, prepare=True)
+        rows = cursor.fetchall()
+    facts = []
+    for row in rows:
+        values = iter(row)
+        fact = _from_row(Fact, values)
+        for _, name, model, _ in _SHOWN_RELATIONS:
+            setattr(fact, name, _from_row(model, values))
+        fact.disputed = False
+        facts.append(fact)
+    facts.sort(key=lambda fact: (fact.recorded_at, fact.pk))
+    return facts

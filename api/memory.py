@@ -27,7 +27,7 @@ from ninja import Query, Router
 from ninja.responses import Status
 
 from admissions import status as fold
-from admissions.selectors import fact_statuses, recall, share_percent
+from admissions.selectors import ShownFact, fact_statuses, recall, share_percent, shown_fact
 from api.schemas import (
     READ_ERRORS,
     WRITE_ERRORS,
@@ -61,8 +61,9 @@ from memories.actions import (
 from memories.contested import ContestedSlot, contested_slots
 from memories.episodes import WithdrawalPlan, withdraw_episode
 from memories.errors import NotFound, Rejected
-from memories.lookups import readable_fact
+from memories.lookups import scope_named
 from memories.models import Bucket, Conflict, Fact, Outcome, Scope
+from memories.roles import reads_scope
 
 router = Router(tags=["memories"])
 
@@ -123,17 +124,25 @@ def caller(request: HttpRequest) -> User:
     return request.auth.user  # type: ignore[attr-defined]
 
 
-def present_facts(facts: Sequence[Fact], *, at: datetime) -> list[dict[str, Any]]:
-    """The Fact shape of each fact: two queries for the lot, whatever its size."""
+def present_facts(
+    facts: Sequence[Fact], *, at: datetime, disputed: set[UUID] | None = None
+) -> list[dict[str, Any]]:
+    """The Fact shape of each fact: two queries for the lot, whatever its size.
+
+    ``disputed``: the ids of the disputed facts among them, when the caller
+    read them already (as disputed now, the Fact shape's sense); else one
+    more query reads them.
+    """
     if not facts:
         return []
     statuses = admissions_of(facts)
-    disputed = set(
-        Fact.objects.filter(pk__in=[fact.pk for fact in facts])
-        .disputed()
-        .order_by()
-        .values_list("pk", flat=True)
-    )
+    if disputed is None:
+        disputed = set(
+            Fact.objects.filter(pk__in=[fact.pk for fact in facts])
+            .disputed()
+            .order_by()
+            .values_list("pk", flat=True)
+        )
     return [
         _fact_body(fact, at=at, admission=statuses[fact.pk], disputed=fact.pk in disputed)
         for fact in facts
@@ -142,6 +151,16 @@ def present_facts(facts: Sequence[Fact], *, at: datetime) -> list[dict[str, Any]
 
 def present_fact(fact: Fact, *, at: datetime) -> dict[str, Any]:
     return present_facts([fact], at=at)[0]
+
+
+def present_shown_fact(shown: ShownFact, *, at: datetime) -> dict[str, Any]:
+    """The Fact shape of a fact read with its status and dispute (``shown_fact``)."""
+    fact = shown.fact
+    if shown.status is None:
+        admission = Admission(status=None, explanation=USER_BUCKET_EXPLANATION)
+    else:
+        admission = Admission(status=shown.status.status, explanation=shown.status.explanation)
+    return _fact_body(fact, at=at, admission=admission, disputed=shown.disputed)
 
 
 def _fact_body(fact: Fact, *, at: datetime, admission: Admission, disputed: bool) -> dict:
@@ -278,8 +297,8 @@ def post_fact(request: HttpRequest, payload: FactIn, response: HttpResponse):
 def get_fact(request: HttpRequest, fact_id: str, query: Query[AtQuery]):
     """One fact with its effective confidence (now, or at ``at``) and admission status."""
     AtQuery.refuse_unknown(request)
-    fact = readable_fact(caller(request), fact_id)
-    return present_fact(fact, at=query.at or timezone.now())
+    shown = shown_fact(caller(request), fact_id)
+    return present_shown_fact(shown, at=query.at or timezone.now())
 
 
 @router.post("/facts/{fact_id}/invalidate", response={200: InvalidateOut, **WRITE_ERRORS})
@@ -298,8 +317,8 @@ def present_invalidation(result: InvalidateResult) -> dict[str, Any]:
 
 def readable_scope(actor: User, name: str) -> Scope:
     """The scope named ``name``; 404 when it is missing or ``actor`` may not read it."""
-    scope = Scope.objects.visible_to(actor).filter(name=name).first()
-    if scope is None:
+    scope = scope_named(name)
+    if scope is None or not reads_scope(actor, scope):
         raise NotFound("scope")
     return scope
 
@@ -360,8 +379,10 @@ def truth_answer(actor, query: TruthQuery) -> dict[str, Any]:
             known_at=known_at,
         )
         contested = _present_contested(slots, at=as_of)
+    # Read as known now, the current truth holds no fact disputed now.
+    undisputed = set() if known_at is None else None
     return {
-        "results": present_facts([entry.fact for entry in window], at=as_of),
+        "results": present_facts([entry.fact for entry in window], at=as_of, disputed=undisputed),
         "next": cursor,
         "as_of": as_of,
         "known_at": known_at,

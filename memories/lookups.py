@@ -56,6 +56,24 @@ def writable_scope(actor, name: str) -> Scope:
     return scope
 
 
+def scope_named(name: str) -> Scope | None:
+    """The scope called ``name``, if any; who may read it is the caller's to check.
+
+    A prepared statement: every recall and list of an agent names its scope.
+    """
+    columns = ", ".join(field.column for field in Scope._meta.concrete_fields)
+    with hot_cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {Scope._meta.db_table} WHERE name = %s", [name], prepare=True
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Scope.from_db(
+        connection.alias, [field.attname for field in Scope._meta.concrete_fields], row
+    )
+
+
 def readable_fact(actor, fact_id: UUID | str) -> Fact:
     """A fact ``actor`` may read (``Fact.objects.readable_by``), for display; else NotFound."""
     try:

@@ -8,8 +8,8 @@ permission tables, never from anything a request says about itself.
 guardian's ``user.has_perm(perm, obj)`` answers False for a user holding only
 the global permission, so both checks are made explicitly.
 
-Like Django's own permission cache, an account's scope ids are read once per
-user object: a request sees the memberships it started with, and code that
+Like Django's own permission cache, an account's roles are read once per
+user object, in one query: a request sees the memberships it started with, and code that
 changes an account's memberships and goes on using the same object must
 fetch the account again.
 
@@ -18,8 +18,15 @@ only, never ``memories.models``: the models' QuerySets (``visible_to``,
 ``readable_by``) are written in terms of these ids.
 """
 
+import functools
+from dataclasses import dataclass
+
+import psycopg
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Q
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from guardian.models import GroupObjectPermission, UserObjectPermission
 
 STEWARD_PERMISSION = "memories.steward_scope"
@@ -35,65 +42,121 @@ _ON_SCOPES = Q(
 )
 
 
+@dataclass(frozen=True)
+class _Roles:
+    global_steward: bool
+    steward_scope_ids: list[int]
+    member_scope_ids: list[int]
+
+
+def _roles_query(account_pk) -> QuerySet:
+    """The ORM statement of an account's roles: what ``_roles`` runs, compiled once."""
+    account = OuterRef("pk")
+    held = Permission.objects.filter(
+        Q(user=account) | Q(group__user=account),
+        content_type__app_label=_APP_LABEL,
+        codename=_CODENAME,
+    )
+    on_scopes = UserObjectPermission.objects.filter(_ON_SCOPES, user=account)
+    on_scopes_by_group = GroupObjectPermission.objects.filter(_ON_SCOPES, group__user=account)
+    user_model = get_user_model()
+    memberships = user_model.member_scopes.through.objects.filter(user=account)
+    return (
+        user_model._default_manager.filter(pk=account_pk)
+        .annotate(
+            held=Exists(held),
+            on_scopes=ArraySubquery(on_scopes.values("object_pk")),
+            on_scopes_by_group=ArraySubquery(on_scopes_by_group.values("object_pk")),
+            memberships=ArraySubquery(memberships.values("scope_id")),
+        )
+        .values_list("held", "on_scopes", "on_scopes_by_group", "memberships")
+        .order_by()
+    )
+
+
+_ACCOUNT = -20_261_201  # stands for the account's id while the statement is compiled
+
+
+@functools.cache
+def _roles_statement() -> tuple[str, tuple]:
+    """``_roles_query``'s SQL and its parameters, with the account's id still to fill in.
+
+    Read on every request, so built by the ORM once per process and run as
+    a prepared statement: compiling it and planning it each time took
+    longer than the request's other work (``docs/performance.md``).
+    """
+    sql, parameters = _roles_query(_ACCOUNT).query.sql_with_params()
+    assert parameters.count(_ACCOUNT) == 1, parameters
+    return sql, parameters
+
+
+def _roles(user) -> _Roles:
+    """What the permission tables and the memberships say of ``user``, in one statement.
+
+    Read once per user object (for a request, once per request, like Django's
+    own permission cache): every list page and lookup filters by these ids.
+    """
+    cached = getattr(user, "_claimgraph_roles", None)
+    if cached is not None:
+        return cached
+    sql, parameters = _roles_statement()
+    parameters = [user.pk if value == _ACCOUNT else value for value in parameters]
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, parameters, prepare=True)
+        found = cursor.fetchone()
+    held_globally, on_scopes_ids, by_group_ids, member_ids = found or (False, [], [], [])
+    cached = _Roles(
+        global_steward=user.is_superuser or held_globally,
+        # guardian names the object by its primary key as text.
+        steward_scope_ids=sorted({int(pk) for pk in [*on_scopes_ids, *by_group_ids]}),
+        member_scope_ids=sorted(member_ids),
+    )
+    user._claimgraph_roles = cached
+    return cached
+
+
 def is_global_steward(user) -> bool:
     """A superuser, or an account holding the permission itself or through a group.
 
-    One query, remembered on the user object (Django's ``has_perm`` would load
-    all of the account's user and group permissions in two).
+    Django's ``has_perm`` would load all of the account's user and group
+    permissions in two queries; this is read with the account's other roles.
     """
     if not user.is_authenticated or not user.is_active:
         return False
     if user.is_superuser:
         return True
-    cached = getattr(user, "_claimgraph_global_steward", None)
-    if cached is None:
-        cached = Permission.objects.filter(
-            Q(user=user) | Q(group__user=user),
-            content_type__app_label=_APP_LABEL,
-            codename=_CODENAME,
-        ).exists()
-        user._claimgraph_global_steward = cached
-    return cached
+    return _roles(user).global_steward
 
 
 def steward_scope_ids(user) -> list[int]:
     """The ids of the scopes on which ``user`` holds the object permission, itself or by group.
 
-    Read once per user object (for a request, once per request, like Django's
-    own permission cache) and handed to queries as a plain list: PostgreSQL
-    plans ``scope_id = ANY(...)`` far faster than guardian's permission
-    subquery, and every list page and lookup filters by it.
+    Handed to queries as a plain list: PostgreSQL plans ``scope_id = ANY(...)``
+    far faster than guardian's permission subquery.
     """
     if not user.is_authenticated or not user.is_active:
         return []
-    cached = getattr(user, "_claimgraph_steward_scope_ids", None)
-    if cached is None:
-        held = UserObjectPermission.objects.filter(_ON_SCOPES, user=user)
-        through_groups = GroupObjectPermission.objects.filter(_ON_SCOPES, group__user=user)
-        pks = held.values_list("object_pk", flat=True).union(
-            through_groups.values_list("object_pk", flat=True)
-        )
-        cached = sorted(int(pk) for pk in pks)
-        user._claimgraph_steward_scope_ids = cached
-    return cached
+    return _roles(user).steward_scope_ids
 
 
 def readable_scope_ids(user) -> list[int] | None:
     """The ids of the scopes ``user`` may read (member or steward); None means every scope.
 
-    Cached on the user object like ``steward_scope_ids``. An inactive or
-    anonymous account reads nothing.
+    An inactive or anonymous account reads nothing.
     """
     if not user.is_authenticated or not user.is_active:
         return []
     if is_global_steward(user):
         return None
-    cached = getattr(user, "_claimgraph_readable_scope_ids", None)
-    if cached is None:
-        members = user.member_scopes.values_list("pk", flat=True)
-        cached = sorted(set(members) | set(steward_scope_ids(user)))
-        user._claimgraph_readable_scope_ids = cached
-    return cached
+    roles = _roles(user)
+    return sorted({*roles.member_scope_ids, *roles.steward_scope_ids})
+
+
+def reads_scope(user, scope) -> bool:
+    """Whether ``scope`` is among ``ScopeQuerySet.visible_to(user)``, from the ids read once."""
+    readable = readable_scope_ids(user)
+    return readable is None or scope.pk in readable
 
 
 def is_steward_of(user, scope) -> bool:

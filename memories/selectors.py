@@ -52,9 +52,11 @@ def truth_facts(
 
 
 def rank(facts, *, at: datetime) -> list[TruthEntry]:
-    """Order by effective confidence at ``at``, highest first; ties by recorded time."""
+    """Order by effective confidence at ``at``, highest first; ties by recorded time, then id."""
     entries = [TruthEntry(fact, fact.effective_confidence(at)) for fact in facts]
-    entries.sort(key=lambda entry: (-entry.effective_confidence, entry.fact.recorded_at))
+    entries.sort(
+        key=lambda entry: (-entry.effective_confidence, entry.fact.recorded_at, entry.fact.pk)
+    )
     return entries
 
 

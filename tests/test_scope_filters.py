@@ -133,7 +133,6 @@ KNOWN_UNFILTERED: dict[Key, str] = {
     ("GET /facts/{id}", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     ("GET /facts/{id}", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("GET /facts/{id}", "client", "select", "memories_entity"): ENTITY_BY_ID,
-    ("GET /facts/{id}", "client", "select", "memories_fact"): DISPUTED_BY_ID,
     ("GET /truth", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
     ("GET /truth", "client", "select", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
     ("GET /truth", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,

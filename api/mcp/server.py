@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accounts.models import ApiToken
 from accounts.tokens import spend_write
+from admissions.selectors import shown_fact
 from api.admissions import ChallengeIn, RecordOut, challenge_answer
 from api.agents import (
     ContextOut,
@@ -55,9 +56,9 @@ from api.mcp.guide import INSTRUCTIONS
 from api.memory import (
     conflicts_answer,
     present_assert,
-    present_fact,
     present_invalidation,
     present_outcome,
+    present_shown_fact,
     truth_answer,
 )
 from api.schemas import (
@@ -78,7 +79,6 @@ from api.schemas import (
     TruthQuery,
 )
 from memories.actions import assert_fact, invalidate_fact, record_outcome
-from memories.lookups import readable_fact
 
 logger = logging.getLogger(__name__)
 
@@ -226,8 +226,8 @@ OPERATIONS = (
         ),
         arguments=FactAt,
         answer=FactOut,
-        run=lambda actor, arguments: present_fact(
-            readable_fact(actor, arguments.fact_id), at=arguments.at or timezone.now()
+        run=lambda actor, arguments: present_shown_fact(
+            shown_fact(actor, arguments.fact_id), at=arguments.at or timezone.now()
         ),
     ),
     Operation(
