@@ -162,7 +162,7 @@ def _open_slot(
         row = cursor.fetchone()
     if row is None:
         return writable_scope(actor, assertion.scope), None, None
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
+    scope = Scope.from_db(connection.alias, None, row[:4])
     *entity_row, standing = row[4:]
     subject = entity_from_row(entity_row)
     if standing is None:
