@@ -162,7 +162,7 @@ def _open_slot(
         row = cursor.fetchone()
     if row is None:
         return writable_scope(actor, assertion.scope), None, None
-    scope = Scope(id=row[0], name=row[1], description=row[2], created_at=row[3])
+    scope = Scope.from_db(connection.alias, None, row[:4])
     *entity_row, standing = row[4:]
     subject = entity_from_row(entity_row)
     if standing is None:
@@ -272,33 +272,35 @@ def _fact_in_memory(
     vocab: LoadedVocabulary,
     actor: User,
 ) -> Fact:
-    """The created fact as a model, its relations from memory: no need to read it back."""
+    """The created fact as a model, its relations from memory: no need to read it back.
+
+    Built as a read builds a row (the columns in the model's order, no
+    keyword to match per field), with its related rows in its cache.
+    """
     row = next(change for change in effects.changes if type(change) is NewFact)
-    fact = Fact(
-        id=row.id,
+    evidence = [item.as_dict() for item in row.evidence]
+    fact = Fact.from_db(
+        connection.alias,
+        None,
+        (*row[:_EVIDENCE], evidence, *row[_EVIDENCE + 1 :], *_UNSET_WHEN_CREATED),
+    )
+    fact._state.fields_cache.update(
         scope=scope,
         subject=subject,
         predicate=vocab.predicates[vocab.predicate_names[row.predicate_id]],
-        object_kind=row.object_kind,
         object_ref=object_ref,
-        object_lit=row.object_lit,
-        object_key=row.object_key,
-        epistemic=row.epistemic,
         source_type=vocab.sources[vocab.source_names[row.source_type_id]],
-        confidence=row.confidence,
-        episode=row.episode,
-        statement=row.statement,
-        evidence=[item.as_dict() for item in row.evidence],
         author=actor,
-        bucket=row.bucket,
-        t_valid=row.t_valid,
-        t_invalid=row.t_invalid,
-        recorded_at=row.recorded_at,
-        last_reinforced_at=row.last_reinforced_at,
     )
-    fact._state.adding = False
-    fact._state.db = connection.alias
     return fact
+
+
+# A new fact's columns are NewFact's, in the model's order, then these, which
+# only a later change sets: their defaults (tests/memories hold the order).
+_EVIDENCE = NewFact._fields.index("evidence")
+_UNSET_WHEN_CREATED = tuple(
+    field.get_default() for field in Fact._meta.concrete_fields[len(NewFact._fields) :]
+)
 
 
 def _assert_result(decision: Decision, fact: Fact, applied: Applied) -> AssertResult:

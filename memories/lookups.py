@@ -131,7 +131,7 @@ def entity_from_row(row: Sequence[Any] | None) -> Entity | None:
     if merged_into is not None:
         # A merge never crosses scopes: the scope ties the read to one shard.
         return Entity.objects.get(scope_id=fields[1], pk=merged_into)
-    return Entity(*fields)
+    return Entity.from_db(connection.alias, None, fields)
 
 
 def get_or_create_entity(scope: Scope, name: str) -> Entity:

@@ -180,6 +180,28 @@ def test_reinforcement_resets_the_disuse_clock_and_keeps_evidence(member):
     ]
 
 
+def test_the_created_fact_answered_from_memory_is_the_stored_row(member):
+    result = write(
+        member,
+        "api",
+        "core/uses",
+        "postgres",
+        "code",
+        evidence=[{"ref": "commit-1", "quote": "psycopg"}],
+        episode="ep-1",
+    )
+    stored = Fact.objects.for_display().get(pk=result.fact.pk)
+    for field in Fact._meta.concrete_fields:
+        assert getattr(result.fact, field.attname) == getattr(stored, field.attname), field.name
+    assert result.fact.scope.name == stored.scope.name
+    assert result.fact.subject.name == stored.subject.name
+    assert result.fact.predicate.name == stored.predicate.name
+    assert result.fact.source_type.name == stored.source_type.name
+    assert result.fact.author == member
+    assert result.fact.object_ref is None
+    assert not result.fact._state.adding
+
+
 # --- bad input: a clear error and nothing written ------------------------------------
 
 
