@@ -30,6 +30,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import crawler
@@ -71,6 +72,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown measures: {', '.join(unknown)}")
 
+    # The in-process requests run whitenoise without a collectstatic; it says
+    # so once per handler, which says nothing about the figures.
+    warnings.filterwarnings("ignore", message="No directory at")
     started = time.perf_counter()
     databases = {size: f"bench_scale_{size}" for size in sizes}
     start_django(databases[sizes[0]])
