@@ -18,6 +18,10 @@ site:
   cannot say what ``ALLOWED_HOSTS`` says (``.example.org``, ``*``), so one
   rule, Django's, decides.
 - A database that cannot be reached answers 503 with ``Retry-After``.
+- **Connections as around a Django request**: the token check, at the
+  request's start, drops a connection too old or broken; the tool uses that
+  one connection; the request's end closes it or keeps it by
+  ``CONN_MAX_AGE``. One connection a call at most, as for the JSON API.
 """
 
 from dataclasses import dataclass
@@ -77,12 +81,18 @@ class ApiTokens:
 
 
 def _recognise(secret: str) -> ApiToken | None:
+    # The request's start, as Django's request_started: the connection it
+    # leaves open is the tool's, and SiteGuard closes it (or keeps it, by
+    # CONN_MAX_AGE) when the request ends. Closing it here as well made every
+    # call open two connections where CONN_MAX_AGE is 0.
     close_old_connections()
-    try:
-        # Reads only: a write is charged when a tool that writes runs.
-        return token_for_secret(secret.strip())
-    finally:
-        close_old_connections()
+    # Reads only: a write is charged when a tool that writes runs.
+    return token_for_secret(secret.strip())
+
+
+# The request's end, as Django's request_finished: in the sync thread, whose
+# connection the token check and the tool used.
+_request_finished = sync_to_async(close_old_connections, thread_sensitive=True)
 
 
 def http_caller(request: Any) -> Caller:
@@ -229,3 +239,5 @@ class SiteGuard:
                 503, "unavailable", "the database cannot be reached; try again", **RETRY_AFTER
             )
             await unavailable(scope, receive, guarded_send)
+        finally:
+            await _request_finished()

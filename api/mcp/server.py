@@ -347,8 +347,12 @@ def _answer(
     operation: Operation, caller_of: CallerOf, request: Any, arguments: dict[str, Any]
 ) -> CallToolResult:
     # As Django does around each request: drop a connection that is too
-    # old or broken before, and one past its CONN_MAX_AGE after.
-    close_old_connections()
+    # old or broken before, and one past its CONN_MAX_AGE after. Over HTTP
+    # the request is the bracket (``api.mcp.http``: its token check opened
+    # the connection this call uses); over stdio each call is its own.
+    stands_alone = request is None
+    if stands_alone:
+        close_old_connections()
     try:
         caller = caller_of(request)
         if operation.writes and caller.token is not None:
@@ -364,7 +368,8 @@ def _answer(
             is_error=True,
         )
     finally:
-        close_old_connections()
+        if stands_alone:
+            close_old_connections()
     structured = json.loads(json.dumps(body, cls=AnswerEncoder))
     content = [TextContent(type="text", text=json.dumps(structured, ensure_ascii=False))]
     if operation.name == "context":
