@@ -492,16 +492,21 @@ def suspended_fact_ids(scopes: Iterable[Scope] | QuerySet[Scope] | None = None) 
     return in_effect(ranks).values("fact_id")
 
 
-def with_admission_status(facts: QuerySet[Fact]) -> QuerySet[Fact]:
+def with_admission_status(
+    facts: QuerySet[Fact], scopes: Iterable[Scope] | None = None
+) -> QuerySet[Fact]:
     """Annotate ``admission_status`` on each fact (null for ``user`` facts), in one query.
 
     Filter on it like any field: ``with_admission_status(qs).filter(admission_status="suspended")``.
+    ``scopes``, when the caller knows every fact is in one of them, ranks the
+    challenges of those scopes alone (a page about one entity) instead of
+    every open challenge of the store.
     """
     verdict = FactVerdict.objects.filter(fact=OuterRef("pk")).values("verdict")[:1]
     return facts.annotate(
         admission_status=Case(
             When(bucket=Bucket.USER, then=Value(None)),
-            When(pk__in=suspended_fact_ids(), then=Value("suspended")),
+            When(pk__in=suspended_fact_ids(scopes), then=Value("suspended")),
             default=Coalesce(Subquery(verdict), Value("candidate")),
             output_field=CharField(),
         )

@@ -350,10 +350,13 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
     now = timezone.now()
     merged_into = merge_target_id(entity.pk)
     truth = recall(viewer=request.user, scope=entity.scope, subject=entity.name, as_of=now)
+    # Named with its scope (an entity's facts are all in its scope), so the
+    # slot index (scope, subject, predicate) finds them: by subject alone
+    # PostgreSQL skips through that index scope by scope.
+    # The statuses rank the challenges of that scope alone, for the same reason.
+    about = Fact.objects.readable_by(request.user).in_scope(entity.scope).filter(subject=entity)
     pending = (
-        with_admission_status(
-            Fact.objects.readable_by(request.user).filter(subject=entity).live().with_disputed()
-        )
+        with_admission_status(about.live().with_disputed(), scopes=[entity.scope])
         .filter(Q(disputed=True) | Q(bucket=Bucket.SYSTEM) & ~Q(admission_status="admitted"))
         .for_display()
         .order_by("predicate__name", "recorded_at")[:100]
