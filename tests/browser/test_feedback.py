@@ -260,9 +260,10 @@ def test_a_whitespace_ground_on_challenge_is_an_error_beside_the_field(
     the_layout_is_still_there(page)
     page.get_by_role("heading", level=1).wait_for()
     if javascript:
-        assert page.evaluate("document.activeElement.id") == page.get_by_label(
-            "Why is it wrong?"
-        ).get_attribute("id")
+        # The focus moves once htmx has settled the swap, a moment after the
+        # error appears: wait for it rather than read it at once.
+        field_id = page.get_by_label("Why is it wrong?").get_attribute("id")
+        page.wait_for_function("id => document.activeElement.id === id", arg=field_id)
     assert fact_status(facts["admitted"]).status == "admitted"
 
 
@@ -281,7 +282,7 @@ def test_a_batch_review_with_nothing_ticked_is_an_error_on_the_same_page(
     # The two candidates' boxes are still there (with JavaScript, beside select-all).
     assert page.locator("input[type=checkbox][name=facts]").count() == 2
     if javascript:
-        assert page.evaluate("document.activeElement !== document.body")
+        page.wait_for_function("document.activeElement && document.activeElement !== document.body")
     assert {fact_status(fact).status for fact in facts["candidates"]} == {"candidate"}
 
 
