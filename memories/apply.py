@@ -272,7 +272,7 @@ def apply_many(batch: Iterable[Effects]) -> Applied:
                 [ids, *([getattr(c, name) for c in closes] for name in _CLOSE_FIELDS), ids],
             )
             applied.touched.update(cursor.fetchall())
-    _insert_opened(conflicts)
+    _copy_conflicts([(c, None) for c in conflicts])
     applied.opened.extend(
         Conflict(
             id=c.id,
@@ -288,22 +288,6 @@ def apply_many(batch: Iterable[Effects]) -> Applied:
     for now, fact_ids in moot.items():
         _close_moot(tuple(fact_ids), now, applied, applied.touched)
     return applied
-
-
-def _insert_opened(conflicts: list[OpenConflict]) -> None:
-    """One COPY for these open conflicts, one for their members."""
-    if not conflicts:
-        return
-    with hot_cursor() as cursor:
-        with cursor.copy(_COPY_CONFLICTS) as copy:
-            copy.set_types(_CONFLICT_TYPES)
-            for c in conflicts:
-                copy.write_row((*c[:6], None, None, "", ""))
-        with cursor.copy(_COPY_MEMBERS) as copy:
-            copy.set_types(_MEMBER_TYPES)
-            for c in conflicts:
-                for member in c.members:
-                    copy.write_row((c.id, *member))
 
 
 # The ids again as a condition on the table itself, so that PostgreSQL finds
@@ -671,29 +655,11 @@ def _insert_audit(rows: list[AuditNote]) -> None:
 
 def _write_conflicts(new: list[ConflictState], closed: list[ConflictState]) -> None:
     """The batch's new conflicts with their members, and the standing ones it closed."""
-    if new:
-        # COPY rather than the ORM's bulk INSERT: the batch opens hundreds.
-        with hot_cursor() as cursor:
-            with cursor.copy(_COPY_CONFLICTS) as copy:
-                copy.set_types(_CONFLICT_TYPES)
-                for c in new:
-                    row, end = c.row, c.closed
-                    assert row is not None
-                    copy.write_row(
-                        (
-                            *row[:6],
-                            end.at if end else None,
-                            end.resolved_by if end else None,
-                            end.resolution if end else "",
-                            end.reason if end else "",
-                        )
-                    )
-            with cursor.copy(_COPY_MEMBERS) as copy:
-                copy.set_types(_MEMBER_TYPES)
-                for c in new:
-                    assert c.row is not None
-                    for member in c.row.members:
-                        copy.write_row((c.id, *member))
+    opened = []
+    for c in new:
+        assert c.row is not None
+        opened.append((c.row, c.closed))
+    _copy_conflicts(opened)
     if closed:
         # One statement for all of them, each closed at its own line's instant.
         with hot_cursor() as cursor:
@@ -716,6 +682,33 @@ def _write_conflicts(new: list[ConflictState], closed: list[ConflictState]) -> N
 
 
 _CLOSING = ("at", "resolved_by", "resolution", "reason")
+
+
+def _copy_conflicts(opened: list[tuple[OpenConflict, CloseConflict | None]]) -> None:
+    """One COPY for new conflicts (each closed already if its batch closed it), one for members.
+
+    COPY rather than the ORM's bulk INSERT: an import batch opens hundreds.
+    """
+    if not opened:
+        return
+    with hot_cursor() as cursor:
+        with cursor.copy(_COPY_CONFLICTS) as copy:
+            copy.set_types(_CONFLICT_TYPES)
+            for row, end in opened:
+                copy.write_row(
+                    (
+                        *row[:6],
+                        end.at if end else None,
+                        end.resolved_by if end else None,
+                        end.resolution if end else "",
+                        end.reason if end else "",
+                    )
+                )
+        with cursor.copy(_COPY_MEMBERS) as copy:
+            copy.set_types(_MEMBER_TYPES)
+            for row, _end in opened:
+                for member in row.members:
+                    copy.write_row((row.id, *member))
 
 
 def _evidence_json(evidence: tuple[Evidence, ...] | str) -> str:
