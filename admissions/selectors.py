@@ -590,13 +590,12 @@ SELECT
     o.author_id,
     u.username,
     count(*) AS open_evidenced,
-    count(DISTINCT o.fact_id) FILTER (
-        WHERE v.verdict IS DISTINCT FROM 'admitted'
-    ) AS dormant,
+    -- fact_admitted is the fact's verdict as the record trigger keeps it
+    -- (admissions/sql/state.sql): no verdict is read per challenge.
+    count(DISTINCT o.fact_id) FILTER (WHERE NOT o.fact_admitted) AS dormant,
     coalesce(t.admitted, 0) AS admitted
 FROM admissions_openchallenge o
 JOIN auth_user u ON u.id = o.author_id
-LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
 LEFT JOIN admissions_scopetally t ON t.scope_id = o.scope_id
 WHERE o.scope_id = ANY(%(scopes)s) AND o.evidenced
 GROUP BY o.scope_id, o.author_id, u.username, t.admitted

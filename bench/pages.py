@@ -192,9 +192,7 @@ DASHBOARD_SQL = [
                            WHERE x.role = 'refutation' AND x.challenge_id = r.id)
         LIMIT 1001) AS r""",
     """SELECT count(DISTINCT k.fact_id), min(k.inserted_at) FROM admissions_challenge_rank k
-         JOIN memories_fact f ON f.id = k.fact_id
-        WHERE f.t_invalid IS NULL AND k.scope_id = ANY(%(scopes)s)
-          AND k.position * 100 <= k.admitted * 25 + 99""",
+        WHERE k.scope_id = ANY(%(scopes)s) AND k.position * 100 <= k.admitted * 25 + 99""",
     _RECENT_SQL,
     """SELECT id, name FROM memories_scope ORDER BY name""",
 ]
@@ -218,11 +216,9 @@ CHALLENGES_SQL = [
         ORDER BY r.inserted_at, r.id LIMIT 25""",
     # The flood cap of each account on the page, for the page's scopes at once.
     """SELECT o.scope_id, o.author_id, u.username, count(*),
-              count(DISTINCT o.fact_id) FILTER (WHERE v.verdict IS DISTINCT FROM 'admitted'),
-              t.admitted
+              count(DISTINCT o.fact_id) FILTER (WHERE NOT o.fact_admitted), t.admitted
          FROM admissions_openchallenge o
          JOIN auth_user u ON u.id = o.author_id
-         LEFT JOIN admissions_factverdict v ON v.fact_id = o.fact_id
          LEFT JOIN admissions_scopetally t ON t.scope_id = o.scope_id
         WHERE o.evidenced AND o.scope_id IN (SELECT r.scope_id FROM admissions_record r
                               WHERE r.role = 'challenge' AND r.scope_id = ANY(%(scopes)s)
@@ -236,20 +232,23 @@ CHALLENGES_SQL = [
 ]
 
 # A page of facts as the Facts browser lists them (newest first), each with its
-# admission status; ``{where}`` narrows them.
+# admission status; ``{where}`` narrows them. The page's ids are found first
+# and only its rows are joined, as the console's paginator does.
 _FACT_ROWS_SQL = """SELECT f.*, s.name, e.name, p.name, st.name, u.username,
         CASE WHEN f.bucket = 'user' THEN NULL
              WHEN f.id IN (SELECT k.fact_id FROM admissions_challenge_rank k
                             WHERE k.position * 100 <= k.admitted * 25 + 99) THEN 'suspended'
              ELSE coalesce((SELECT v.verdict FROM admissions_factverdict v
                              WHERE v.fact_id = f.id), 'candidate') END
-     FROM memories_fact f
+     FROM (SELECT f.id FROM memories_fact f
+            WHERE {where} ORDER BY f.recorded_at DESC, f.id DESC LIMIT 25) AS page
+     JOIN memories_fact f ON f.id = page.id
      JOIN memories_scope s ON s.id = f.scope_id
      JOIN memories_entity e ON e.id = f.subject_id
      JOIN memories_predicate p ON p.id = f.predicate_id
      JOIN memories_sourcetype st ON st.id = f.source_type_id
      JOIN auth_user u ON u.id = f.author_id
-    WHERE {where} ORDER BY f.recorded_at DESC, f.id DESC LIMIT 25"""
+    ORDER BY f.recorded_at DESC, f.id DESC"""
 
 _SUSPENDED = """f.id IN (SELECT k.fact_id FROM admissions_challenge_rank k
                   WHERE k.position * 100 <= k.admitted * 25 + 99)"""

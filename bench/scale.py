@@ -22,7 +22,7 @@ would be walked by a crawler pass after it):
   second pass against the first;
 - ``ingest``: the bulk import against a COPY into a bare table.
 
-    .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--only reads,console] [--keep]
+    .venv/bin/python bench/scale.py [--sizes 100000,1000000] [--only reads,pages] [--keep]
 """
 
 import argparse
@@ -45,7 +45,7 @@ from generate import generate
 MEASURES = {
     "write_path": write_path.measure,
     "reads": reads.measure,
-    "console": pages.measure,
+    "pages": pages.measure,
     "crawler": crawler.measure,
     "ingest": ingest.measure,
 }

@@ -74,11 +74,19 @@ class WindowPaginator(Paginator):
 
     WINDOW = 1_000
 
-    def __init__(self, object_list, per_page: int, *, number: int) -> None:
+    def __init__(
+        self,
+        object_list,
+        per_page: int,
+        *,
+        number: int,
+        rows: Callable[[list], QuerySet] | None = None,
+    ) -> None:
         super().__init__(object_list, per_page)
         number = min(max(number, 1), self.deepest(per_page))
         self.limit = number * per_page + self.WINDOW
         self.more = False
+        self.rows = rows
 
     @classmethod
     def deepest(cls, per_page: int) -> int:
@@ -98,9 +106,33 @@ class WindowPaginator(Paginator):
         self.more = found > self.limit
         return min(found, self.limit)
 
+    def page(self, number) -> Page:
+        """The page, its rows read by ``rows`` (when given) from the ids the list orders.
 
-def paginate(request: HtmxHttpRequest, listed: QuerySet, form: PagedForm) -> Page:
+        PostgreSQL joins what a row displays before it sorts and cuts the
+        page, so a list filtered to thousands of rows (every suspended fact)
+        would join all of them; ordering the bare ids and reading the shown
+        rows by key joins only the page's.
+        """
+        page = super().page(number)
+        if self.rows is not None:
+            ids = list(page.object_list.values_list("pk", flat=True))
+            found = {row.pk: row for row in self.rows(ids)}
+            page.object_list = [found[pk] for pk in ids if pk in found]
+        return page
+
+
+def paginate(
+    request: HtmxHttpRequest,
+    listed: QuerySet,
+    form: PagedForm,
+    *,
+    rows: Callable[[list], QuerySet] | None = None,
+) -> Page:
     """One page of ``listed``: a bounded COUNT and one slice, whatever the page size.
+
+    ``rows``, given the ids of the page's rows, reads them as the page shows
+    them (``WindowPaginator.page``); ``listed`` then needs only to filter and order.
 
     Page numbers read as Django's ``Paginator.get_page`` reads them: a page
     past the end, however far, is the last page, and so is a number below 1
@@ -113,7 +145,7 @@ def paginate(request: HtmxHttpRequest, listed: QuerySet, form: PagedForm) -> Pag
     past_any_end = not 1 <= number < deepest
     if past_any_end:
         number = deepest
-    paginator = WindowPaginator(listed, size, number=number)
+    paginator = WindowPaginator(listed, size, number=number, rows=rows)
     return paginator.get_page(number)
 
 

@@ -8,6 +8,7 @@ challenge), **Admit**/**Reject** (a steward), **Correct** (the author or a
 steward) — are plain forms; with htmx the status panel is swapped in place.
 """
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -69,10 +70,10 @@ RECEIPTS_SHOWN = 50
 
 
 def _filtered_facts(user: User, form: FactFilterForm) -> QuerySet[Fact]:
-    """The facts ``user`` may read that the filters name, annotated for the status badges."""
+    """The facts ``user`` may read that the filters name (``_shown_facts`` reads a page's rows)."""
     facts = Fact.objects.readable_by(user)
     if not form.is_valid():
-        return with_admission_status(facts.with_disputed())
+        return facts
     data = form.cleaned_data
     if data["scope"]:
         facts = facts.filter(scope=data["scope"])
@@ -116,15 +117,25 @@ def _filtered_facts(user: User, form: FactFilterForm) -> QuerySet[Fact]:
     return facts
 
 
+def _shown_facts(user: User) -> Callable[[list], QuerySet[Fact]]:
+    """Reads a page's facts by id with what their rows show: names, status badge, dispute."""
+
+    def rows(ids: list) -> QuerySet[Fact]:
+        shown = Fact.objects.readable_by(user).filter(pk__in=ids).with_disputed()
+        return with_admission_status(shown).for_display()
+
+    return rows
+
+
 @require_GET
 @login_required
 def facts(request: HtmxHttpRequest) -> HttpResponse:
     """Every fact the viewer may read, newest first, searchable by subject name."""
     form = FactFilterForm(request.GET or None, user=request.user)
-    listed = _filtered_facts(request.user, form).for_display().order_by("-recorded_at", "-id")
+    listed = _filtered_facts(request.user, form).order_by("-recorded_at", "-id")
     context = {
         "form": form,
-        "page": paginate(request, listed, form),
+        "page": paginate(request, listed, form, rows=_shown_facts(request.user)),
         "query": page_query(request),
     }
     template = "console/facts.html"

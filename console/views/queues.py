@@ -101,9 +101,11 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     # Read from the open challenges alone, however many were refuted.
     challenges = _waiting(open_challenge_entries(scopes), "inserted_at")
     # A suspended fact waits since the challenge that suspends it was filed.
-    suspended = in_effect(
-        ChallengeRank.objects.filter(scope__in=scopes, fact__t_invalid__isnull=True)
-    ).aggregate(count=Count("fact", distinct=True), oldest=Min("inserted_at"))
+    # Counted as its queue (the Facts browser's "suspended") lists them,
+    # live or not: a count that differs from the list it links to misleads.
+    suspended = in_effect(ChallengeRank.objects.filter(scope__in=scopes)).aggregate(
+        count=Count("fact", distinct=True), oldest=Min("inserted_at")
+    )
     is_steward = steward_scopes(request.user).exists()
     targets = {
         queue: timedelta(hours=hours)

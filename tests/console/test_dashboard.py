@@ -3,10 +3,10 @@
 import pytest
 from django.urls import reverse
 
-from admissions.actions import record_verdict
+from admissions.actions import file_challenge, record_verdict
 from admissions.selectors import candidates
 from console.views import queues
-from memories.actions import resolve_conflict
+from memories.actions import invalidate_fact, resolve_conflict
 from memories.models import Scope
 from tests.console.conftest import signed_in
 from tests.test_settings import start_settings
@@ -106,3 +106,19 @@ def test_a_count_past_the_limit_says_more_and_keeps_the_oldest(world, as_steward
     assert 'aria-label="1 or more candidates awaiting a verdict">1+</a>' in (
         as_steward.get(reverse("dashboard")).text
     )
+
+
+def test_the_suspended_count_is_what_its_queue_lists_an_invalidated_fact_included(
+    world, steward, member, as_steward
+):
+    file_challenge(
+        actor=member,
+        fact_id=world.admitted.pk,
+        ground="the release notes say 2.1.0",
+        evidence=[{"ref": "CHANGELOG.md"}],
+    )
+    invalidate_fact(actor=steward, fact_id=world.admitted.pk, reason="AuthService was retired")
+
+    assert queues_of(as_steward)["Suspended facts"].count == 1
+    listed = as_steward.get(reverse("facts"), {"status": "suspended"}).context["page"]
+    assert [fact.pk for fact in listed.object_list] == [world.admitted.pk]
