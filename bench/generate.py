@@ -874,48 +874,35 @@ class _Generator:
             if disputes:
                 rows.disputed.add(fact.id)
         scope = self.scope_ids[subject % SCOPES]
+
+        def opened_entry(details: dict, reason: str, rule: str, actor=None) -> tuple:
+            # An audit row in the COPY's column order: the conflict's opening.
+            target = ("opened-conflict", "conflict", conflict_id, None)
+            return (opened, scope, *target, details, reason, rule, actor)
+
+        everyone = {"kind": kind, "members": [m[0].id for m in members]}
         if kind == "crawler":
             rows.audit.append(
-                (
-                    opened,
-                    scope,
-                    "opened-conflict",
-                    "conflict",
-                    conflict_id,
-                    None,
-                    {"kind": kind, "members": [m[0].id for m in members]},
+                opened_entry(
+                    everyone,
                     "competing values without an update cue",
                     crawler_rule("opened-conflict"),
-                    None,
                 )
             )
         elif kind == "contradiction":
             # Opened by truth maintenance: a single-winner verdict is never acted on.
             rows.audit.append(
-                (
-                    opened,
-                    scope,
-                    "opened-conflict",
-                    "conflict",
-                    conflict_id,
-                    None,
-                    {"kind": kind, "members": [m[0].id for m in members]},
+                opened_entry(
+                    everyone,
                     "the adjudicator's verdict: single_winner; not acted on: a single winner is "
                     "a contradiction, for a human to resolve",
                     truth_rule("adjudicator", "single_winner"),
-                    None,
                 )
             )
         elif kind != "reverted":
             incoming, existing = members[0][0], members[1][0]
             rows.audit.append(
-                (
-                    opened,
-                    scope,
-                    "opened-conflict",
-                    "conflict",
-                    conflict_id,
-                    None,
+                opened_entry(
                     {"kind": kind, "incoming": incoming.id, "candidates": [existing.id]},
                     WRITE_PATH_KINDS[kind],
                     write_path_rule(kind),
