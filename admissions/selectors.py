@@ -334,8 +334,9 @@ SELECT {", ".join(_columns("f", Fact))},
   -- every disputed membership of the store instead (5-8 ms at 1,000,000 facts).
   LEFT JOIN LATERAL (
       SELECT true AS yes FROM {ConflictMember._meta.db_table} m
-        JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
-       WHERE m.fact_id = f.id AND m.disputes AND c.resolved_at IS NULL
+        JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id AND c.scope_id = m.scope_id
+       WHERE m.scope_id = f.scope_id AND m.fact_id = f.id AND m.disputes
+         AND c.resolved_at IS NULL
        LIMIT 1
   ) AS disputed ON true
   LEFT JOIN LATERAL admissions_fact_status(f.id, f.scope_id::integer) AS status
@@ -756,7 +757,11 @@ def recall_through_orm(
     )
     if known_at is None:
         admitted = Q(
-            Exists(FactVerdict.objects.filter(fact=OuterRef("pk"), verdict="admitted")),
+            Exists(
+                FactVerdict.objects.filter(
+                    fact=OuterRef("pk"), scope=OuterRef("scope_id"), verdict="admitted"
+                )
+            ),
             bucket=Bucket.SYSTEM,
         ) & ~Q(pk__in=suspended_fact_ids([scope]))
     else:
@@ -790,8 +795,9 @@ SELECT {", ".join(_columns("f", Fact))},
    AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s) AND f.t_valid <= %(at)s
    AND NOT EXISTS (
            SELECT 1 FROM {ConflictMember._meta.db_table} m
-             JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id
-            WHERE m.fact_id = f.id AND m.disputes AND c.resolved_at IS NULL
+             JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id AND c.scope_id = m.scope_id
+            WHERE m.scope_id = f.scope_id AND m.fact_id = f.id AND m.disputes
+              AND c.resolved_at IS NULL
        )
    AND (
            (f.bucket = 'user' AND f.author_id = %(viewer)s)
@@ -799,7 +805,7 @@ SELECT {", ".join(_columns("f", Fact))},
                f.bucket = 'system'
                AND EXISTS (
                    SELECT 1 FROM {FactVerdict._meta.db_table} v
-                    WHERE v.fact_id = f.id AND v.verdict = 'admitted'
+                    WHERE v.scope_id = f.scope_id AND v.fact_id = f.id AND v.verdict = 'admitted'
                )
                AND f.id NOT IN (
                    SELECT r.fact_id FROM {ChallengeRank._meta.db_table} r

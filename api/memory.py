@@ -138,7 +138,9 @@ def present_facts(
     statuses = admissions_of(facts)
     if disputed is None:
         disputed = set(
-            Fact.objects.filter(pk__in=[fact.pk for fact in facts])
+            Fact.objects.filter(
+                scope_id__in={fact.scope_id for fact in facts}, pk__in=[fact.pk for fact in facts]
+            )
             .disputed()
             .order_by()
             .values_list("pk", flat=True)

@@ -335,12 +335,14 @@ def build_store(system_facts: int, *, seed: int = 0) -> Store:
             for row in conflicts:
                 if row[0] in conflicts_kept:
                     copy.write_row((*row, "", ""))
+        scope_of = {row[0]: row[2] for row in conflicts}
         with cursor.copy(
-            "COPY memories_conflictmember (conflict_id, fact_id, role, disputes) FROM STDIN"
+            "COPY memories_conflictmember (conflict_id, scope_id, fact_id, role, disputes)"
+            " FROM STDIN"
         ) as copy:
-            for row in members:
-                if row[0] in conflicts_kept:
-                    copy.write_row(row)
+            for conflict_id, *member in members:
+                if conflict_id in conflicts_kept:
+                    copy.write_row((conflict_id, scope_of[conflict_id], *member))
     raw.commit()
     raw.autocommit = True
     raw.execute("VACUUM ANALYZE")

@@ -1039,11 +1039,14 @@ class _Generator:
                 for cid, kind, opened, subject, predicate in rows.conflicts
             ),
         )
+        scope_of = {
+            cid: self.scope_ids[subject % SCOPES] for cid, _kind, _at, subject, _p in rows.conflicts
+        }
         self._copy(
             "memories_conflictmember",
-            "conflict_id, fact_id, role, disputes",
+            "conflict_id, scope_id, fact_id, role, disputes",
             (
-                f"{cid}\t{fid}\t{role}\t{'t' if disputes else 'f'}\n"
+                f"{cid}\t{scope_of[cid]}\t{fid}\t{role}\t{'t' if disputes else 'f'}\n"
                 for cid, fid, role, disputes in rows.members
             ),
         )

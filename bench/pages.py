@@ -849,10 +849,18 @@ def grow(scope, steward, member, start: int, stop: int) -> None:
             conflicts.append(conflict)
             members += [
                 ConflictMember(
-                    conflict=conflict, fact=incoming, role=MemberRole.INCOMING, disputes=True
+                    conflict=conflict,
+                    scope=scope,
+                    fact=incoming,
+                    role=MemberRole.INCOMING,
+                    disputes=True,
                 ),
                 ConflictMember(
-                    conflict=conflict, fact=standing, role=MemberRole.EXISTING, disputes=False
+                    conflict=conflict,
+                    scope=scope,
+                    fact=standing,
+                    role=MemberRole.EXISTING,
+                    disputes=False,
                 ),
             ]
         _save(facts)

@@ -132,7 +132,13 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
             opened_at=change.opened_at,
         )
         ConflictMember.objects.bulk_create(
-            ConflictMember(conflict=conflict, fact_id=m.fact_id, role=m.role, disputes=m.disputes)
+            ConflictMember(
+                conflict=conflict,
+                fact_id=m.fact_id,
+                scope_id=change.scope_id,
+                role=m.role,
+                disputes=m.disputes,
+            )
             for m in change.members
         )
         applied.opened.append(conflict)
@@ -708,7 +714,7 @@ def _copy_conflicts(opened: list[tuple[OpenConflict, CloseConflict | None]]) -> 
             copy.set_types(_MEMBER_TYPES)
             for row, _end in opened:
                 for member in row.members:
-                    copy.write_row((row.id, *member))
+                    copy.write_row((row.id, row.scope_id, *member))
 
 
 def _evidence_json(evidence: tuple[Evidence, ...] | str) -> str:
@@ -785,6 +791,7 @@ _CONFLICT_TYPES = [
     "text",  # reason
 ]
 _COPY_MEMBERS = (
-    f"COPY {ConflictMember._meta.db_table} (conflict_id, fact_id, role, disputes) FROM STDIN"
+    f"COPY {ConflictMember._meta.db_table} (conflict_id, scope_id, fact_id, role, disputes)"
+    " FROM STDIN"
 )
-_MEMBER_TYPES = ["uuid", "uuid", "text", "bool"]
+_MEMBER_TYPES = ["uuid", "int8", "uuid", "text", "bool"]

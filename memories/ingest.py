@@ -665,7 +665,7 @@ SELECT DISTINCT ON (alias.key) alias.key, e.id
 """
 # Each entity with the one it is merged into, or NULL.
 _MERGED_INTO = """
-SELECT e.id, (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
+SELECT e.id, (SELECT m.into_id FROM claimgraph_merge_in_force(%s, e.id) AS m)
   FROM unnest(%b::bigint[]) AS e(id)
 """
 
@@ -725,7 +725,7 @@ def _lookup_entities(cursor, scope_id: int, keys: list[str]) -> dict[str, int]:
         cursor.execute(_BY_ALIAS, [scope_id, by_alias, by_alias])
         found.update(cursor.fetchall())
     if found:
-        cursor.execute(_MERGED_INTO, [sorted(set(found.values()))])
+        cursor.execute(_MERGED_INTO, [scope_id, sorted(set(found.values()))])
         merged = dict(cursor.fetchall())
         found = {key: merged[entity] or entity for key, entity in found.items()}
     return found

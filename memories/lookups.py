@@ -120,7 +120,7 @@ def _find_entity(scope: Scope, key: str) -> Entity | None:
 # a steward's merge of it is in force (memories/sql/merges.sql), or NULL.
 _ENTITY_COLUMNS = """
     e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-    (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
+    (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
 """
 
 

@@ -6,6 +6,7 @@ constraints declared below, so a bug in Python cannot store an impossible fact.
 """
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -176,7 +177,9 @@ class FactQuerySet(models.QuerySet["Fact"]):
 
     def with_disputed(self, *, known_at: datetime | None = None) -> "FactQuerySet":
         """Annotate ``disputed``: the fact is a disputed member of a conflict open then."""
-        members = ConflictMember.objects.filter(fact=OuterRef("pk"), disputes=True)
+        members = ConflictMember.objects.in_scope_of(OuterRef("scope_id")).filter(
+            fact=OuterRef("pk"), disputes=True
+        )
         if known_at is None:
             members = members.filter(conflict__resolved_at__isnull=True)
         else:
@@ -552,6 +555,16 @@ class MemberRole(models.TextChoices):
 
 
 class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
+    def in_scope_of(self, scope) -> "ConflictMemberQuerySet":
+        """Members in ``scope`` (an id, or an expression such as ``OuterRef("scope_id")``),
+        their conflicts read in it too.
+
+        A member, its conflict and its fact share one scope; naming it on the
+        member and on the conflict it joins keeps the read on that scope's
+        shard (docs/scale-out.md).
+        """
+        return self.filter(scope=scope, conflict__scope=F("scope"))
+
     def ties(self, fact_ids) -> "dict[uuid.UUID, tuple[frozenset, frozenset]]":
         """Each fact's (open conflicts, conflicts a steward ruled on), by conflict id.
 
@@ -606,6 +619,10 @@ class ConflictMember(models.Model):
 
     conflict = models.ForeignKey(Conflict, on_delete=models.PROTECT, related_name="members")
     fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflict_memberships")
+    # The conflict's scope (and so its facts'), copied so that every read
+    # through a member can name its scope (docs/scale-out.md). No index of its
+    # own: members are found by conflict or by fact, and scopes are never deleted.
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="+", db_index=False)
     role = models.CharField(max_length=10, choices=MemberRole.choices)
     disputes = models.BooleanField()
     kept = models.BooleanField(null=True, blank=True)
@@ -746,8 +763,9 @@ class AuditEntry(models.Model):
 
 
 class MergeInForce(Func):
-    """The id of an entity's merge record in force, or NULL (``memories/sql/merges.sql``)."""
+    """The id of the merge in force for (scope, entity), or NULL (``memories/sql/merges.sql``)."""
 
+    arity = 2
     template = "(SELECT m.id FROM claimgraph_merge_in_force(%(expressions)s) AS m)"
     output_field = models.BigIntegerField()
 
@@ -759,7 +777,7 @@ class EntityMergeQuerySet(models.QuerySet["EntityMerge"]):
         Defined through the SQL function that states the rule
         (``memories/sql/merges.sql``), which the write path calls too.
         """
-        return self.filter(pk=MergeInForce("entity_id"))
+        return self.filter(pk=MergeInForce("scope_id", "entity_id"))
 
     def visible_to(self, user) -> "EntityMergeQuerySet":
         """Merge records in the scopes ``user`` may read (see ``ScopeQuerySet.visible_to``)."""
@@ -844,9 +862,15 @@ class ReviewClaimQuerySet(models.QuerySet["ReviewClaim"]):
         return self.filter(expires_at__gt=at if at is not None else Now())
 
 
-def active_claims(at: datetime | None = None) -> Prefetch:
-    """A prefetch of each item's live claim (a list of at most one) as ``active_claims``."""
+def active_claims(at: datetime | None = None, *, scope_ids: Iterable[int] = ()) -> Prefetch:
+    """A prefetch of each item's live claim (a list of at most one) as ``active_claims``.
+
+    ``scope_ids``, the scopes the listed items are in, ties the read to them:
+    a claim lives in its item's scope (docs/scale-out.md).
+    """
     claims = ReviewClaim.objects.active(at).select_related("claimed_by")
+    if scope_ids:
+        claims = claims.filter(scope_id__in=list(scope_ids))
     return Prefetch("review_claims", queryset=claims, to_attr="active_claims")
 
 

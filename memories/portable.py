@@ -295,6 +295,7 @@ class Conflicts:
                 ConflictMember(
                     id=m["id"],
                     conflict_id=item["id"],
+                    scope_id=into.scopes[item["scope"]],
                     fact_id=m["fact"],
                     role=m["role"],
                     disputes=m["disputes"],

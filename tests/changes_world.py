@@ -129,7 +129,9 @@ def judge_resolution(member):
         opened_at=timezone.now(),
     )
     for fact in facts:
-        ConflictMember.objects.create(conflict=conflict, fact=fact, role="existing", disputes=True)
+        ConflictMember.objects.create(
+            conflict=conflict, scope_id=conflict.scope_id, fact=fact, role="existing", disputes=True
+        )
     before = state(*facts)
     adjudicator = ScriptedAdjudicator("supersede", 0.95)
     [judgement] = run_judge(resolve=True, adjudicator=adjudicator)

@@ -74,12 +74,6 @@ OPEN_SLOT_BY_NAME = (
     "name to its id in Python first (a per-process map like the vocabulary's) and pass "
     "p_scope_id: WHERE s.id = p_scope_id AND e.scope_id = p_scope_id"
 )
-MERGE_IN_FORCE = (
-    "memories/sql/merges.sql claimgraph_merge_in_force(entity): merge records are read by "
-    "entity only, and the undo by undoes_id = m.id. Fix: claimgraph_merge_in_force(p_scope_id, "
-    "p_entity_id) with m.scope_id = p_scope_id and u.scope_id = m.scope_id; its callers "
-    "(slots.sql, memories/lookups.py, memories/ingest.py, models.MergeInForce) pass e.scope_id"
-)
 WRITE_BY_ID = (
     "memories/apply.py (write path): _REINFORCE and _CLOSE update memories_fact WHERE id = %s, "
     "CloseConflict updates memories_conflict by pk, _close_moot prefetches members__fact by "
@@ -88,36 +82,26 @@ WRITE_BY_ID = (
     "and CloseConflict carry scope_id (memories/core/effects.py) and each statement adds "
     "scope_id = %s"
 )
-DISPUTED_BY_ID = (
-    "api/memory.py present_facts (reads) asks which of the listed facts are disputed with "
-    "id IN (...) alone. Fix: add scope_id IN (the listed facts' scopes)"
-)
 FACT_BY_ID_FOR_A_GLOBAL_STEWARD = (
     "memories/lookups.py readable_fact: for a global steward readable_by() names no scope, so "
     "a fact named by its id alone is looked for on every shard (docs/scale-out.md, section 3: "
     "acceptable for a person); the entity join is ENTITY_BY_ID"
 )
 MEMBER_HAS_NO_SCOPE = (
-    "memories_conflictmember has no scope_id, so every read through it (FactQuerySet."
-    "with_disputed, ConflictQuerySet.readable_by, with_candidates, for_display, "
-    "ConflictMemberQuerySet.ties, apply._close_moot) reaches its conflict and fact by id "
-    "alone. Fix: docs/scale-out.md migration step 2 (scope_id on ConflictMember), then filter "
-    "and join on it (scope_id=OuterRef('scope_id'), composite relations)"
+    "memories_conflictmember has scope_id since memories 0017, and the reads of one fact's "
+    "memberships name it (FactQuerySet.with_disputed, shown_fact, recall's statement), but "
+    "these reach members by conflict or fact ids alone: the prefetches of a page's members "
+    "(ConflictQuerySet.with_candidates, for_display: conflict_id IN (...), their facts joined "
+    "by id), ConflictQuerySet.readable_by's private-member test, ConflictMemberQuerySet.ties "
+    "and apply._close_moot (fact ids of any scope). Fix: pass the page's or the decision's "
+    "scopes down (ConflictMemberQuerySet.in_scope_of), and relations on (scope, id) for the "
+    "joins (docs/scale-out.md migration step 3)"
 )
 ENTITY_BY_ID = (
     "select_related of a subject or object entity (FACT_DISPLAY_RELATIONS, the conflict "
     "queue's select_related('subject')) joins memories_entity on its id alone, as every "
     "Django foreign key does. Fix: docs/scale-out.md migration step 3 (relations on (scope, "
     "id)), which makes Django's join name the scope"
-)
-RECALL_VERDICT_BY_FACT = (
-    "admissions/selectors.py recall (reads): Exists(FactVerdict.objects.filter(fact="
-    "OuterRef('pk'), ...)) ties the verdict to the fact by id only. Fix: add "
-    "scope_id=OuterRef('scope_id')"
-)
-CLAIMS_BY_ITEM = (
-    "memories/models.py active_claims() (reads) prefetches ReviewClaim by conflict_id IN (...) "
-    "only. Fix: a scope_id IN (the page's scopes) filter on the prefetch"
 )
 
 KNOWN_UNFILTERED: dict[Key, str] = {
@@ -129,30 +113,16 @@ KNOWN_UNFILTERED: dict[Key, str] = {
         "client",
         "select",
         "memories_fact",
-    ): f"{MEMBER_HAS_NO_SCOPE}; and {DISPUTED_BY_ID}",
-    ("GET /facts/{id}", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("GET /facts/{id}", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
+    ): MEMBER_HAS_NO_SCOPE,
     ("GET /facts/{id}", "client", "select", "memories_entity"): ENTITY_BY_ID,
-    ("GET /truth", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("GET /truth", "client", "select", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
-    ("GET /truth", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("GET /truth", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("GET /truth", "client", "select", "memories_entity"): ENTITY_BY_ID,
-    ("POST /facts", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
     ("POST /facts", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("assert", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
     ("assert", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
     ("assert", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     ("assert", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("assert", "client", "select", "memories_fact"): f"{WRITE_BY_ID}; and {MEMBER_HAS_NO_SCOPE}",
     ("assert", "client", "update", "memories_conflict"): WRITE_BY_ID,
     ("assert", "client", "update", "memories_fact"): WRITE_BY_ID,
-    (
-        "assert merged subject",
-        "claimgraph_merge_in_force",
-        "select",
-        "memories_entitymerge",
-    ): MERGE_IN_FORCE,
     (
         "assert merged subject",
         "claimgraph_open_slot",
@@ -162,12 +132,6 @@ KNOWN_UNFILTERED: dict[Key, str] = {
     ("assert merged subject", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("assert merged subject", "client", "select", "memories_fact"): WRITE_BY_ID,
     ("assert merged subject", "client", "update", "memories_fact"): WRITE_BY_ID,
-    (
-        "assert new subject",
-        "claimgraph_merge_in_force",
-        "select",
-        "memories_entitymerge",
-    ): MERGE_IN_FORCE,
     ("assert new subject", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
     ("conflicts, global steward", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     (
@@ -182,20 +146,15 @@ KNOWN_UNFILTERED: dict[Key, str] = {
         "client",
         "select",
         "memories_fact",
-    ): f"{MEMBER_HAS_NO_SCOPE}; and {DISPUTED_BY_ID}",
+    ): MEMBER_HAS_NO_SCOPE,
     ("console conflicts", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("console conflicts", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("console conflicts", "client", "select", "memories_fact"): MEMBER_HAS_NO_SCOPE,
-    ("console conflicts", "client", "select", "memories_reviewclaim"): CLAIMS_BY_ITEM,
     ("crawl", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     ("crawl", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("crawl", "client", "select", "memories_fact"): MEMBER_HAS_NO_SCOPE,
     ("crawl", "client", "update", "memories_fact"): WRITE_BY_ID,
     ("file challenge", "client", "select", "memories_entity"): ENTITY_BY_ID,
-    ("recall", "claimgraph_merge_in_force", "select", "memories_entitymerge"): MERGE_IN_FORCE,
-    ("recall", "client", "select", "admissions_factverdict"): RECALL_VERDICT_BY_FACT,
-    ("recall", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
-    ("recall", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("recall", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("record verdict", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("record verdict", "client", "select", "memories_fact"): FACT_BY_ID_FOR_A_GLOBAL_STEWARD,
@@ -408,11 +367,9 @@ def test_every_per_scope_table_exists_and_has_a_scope_or_is_listed_as_lacking_on
         )
         has_scope = dict(cursor.fetchall())
     assert set(has_scope) == PER_SCOPE
-    # docs/scale-out.md, "Schema changes": these two gain a scope_id column.
-    assert {name for name, has in has_scope.items() if not has} == {
-        "memories_conflictmember",
-        "memories_outcome_facts",
-    }
+    # docs/scale-out.md, "Schema changes": this one gains a scope_id column
+    # (memories_conflictmember has one since memories 0017).
+    assert {name for name, has in has_scope.items() if not has} == {"memories_outcome_facts"}
 
 
 # --- a small real store, and the hot paths over it ---------------------------------------

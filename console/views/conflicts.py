@@ -99,7 +99,13 @@ def conflicts(request: HtmxHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "state": state,
-        "page": paginate(request, listed.with_candidates().prefetch_related(active_claims()), form),
+        "page": paginate(
+            request,
+            listed.with_candidates().prefetch_related(
+                active_claims(scope_ids=form.visible_scopes())
+            ),
+            form,
+        ),
         "query": page_query(request),
         "now": timezone.now(),
     }

@@ -188,7 +188,7 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
     return (
         candidates(scope_ids, filters)
         .annotate(open_conflict=Subquery(in_conflict.values("conflict_id")[:1]))
-        .prefetch_related(active_claims())
+        .prefetch_related(active_claims(scope_ids=scope_ids))
     )
 
 

@@ -12,20 +12,30 @@
 -- Everyone asks here: claimgraph_open_slot (slots.sql) and the entity lookup
 -- (memories.lookups) for the write path, the import (memories.ingest), and
 -- the ORM through EntityMerge.objects.in_force() (memories.models), each as
---     (SELECT m.into_id FROM claimgraph_merge_in_force(<entity id>) AS m)
+--     (SELECT m.into_id FROM claimgraph_merge_in_force(<scope id>, <entity id>) AS m)
+--
+-- A merge never crosses scopes, and the scope comes first: every read here
+-- names it, so a store distributed by scope answers from one shard
+-- (docs/scale-out.md).
 --
 -- A set-returning SQL function, read in a FROM clause, because PostgreSQL
 -- then inlines its query into the caller's: the write path pays nothing for
 -- the rule having a name. (A scalar function with a query inside is never
 -- inlined, and a PL/pgSQL one is a call on every row.)
-CREATE OR REPLACE FUNCTION claimgraph_merge_in_force(p_entity_id bigint)
+-- (Until memories 0016 it took the entity alone.)
+DROP FUNCTION IF EXISTS claimgraph_merge_in_force(bigint);
+CREATE OR REPLACE FUNCTION claimgraph_merge_in_force(p_scope_id bigint, p_entity_id bigint)
 RETURNS TABLE (id bigint, into_id bigint)
 LANGUAGE sql STABLE ROWS 1 AS $$
     SELECT m.id, m.into_id
       FROM memories_entitymerge m
-     WHERE m.entity_id = p_entity_id
+     WHERE m.scope_id = p_scope_id
+       AND m.entity_id = p_entity_id
        AND m.undoes_id IS NULL
-       AND NOT EXISTS (SELECT 1 FROM memories_entitymerge u WHERE u.undoes_id = m.id)
+       AND NOT EXISTS (
+           SELECT 1 FROM memories_entitymerge u
+            WHERE u.scope_id = m.scope_id AND u.undoes_id = m.id
+       )
      ORDER BY m.at, m.id
      LIMIT 1
 $$;

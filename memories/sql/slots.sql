@@ -77,7 +77,7 @@ BEGIN
     -- This is not who may READ a fact: that is Fact.objects.readable_by.
     SELECT s.id, s.name, s.description, s.created_at,
            e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-           (SELECT m.into_id FROM claimgraph_merge_in_force(e.id) AS m)
+           (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
       INTO scope_id, scope_name, scope_description, scope_created_at,
            entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
            entity_alias_keys, entity_created_at, merged_into

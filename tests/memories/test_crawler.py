@@ -412,8 +412,12 @@ def test_apply_many_writes_what_apply_writes_one_decision_at_a_time(member, stew
         predicate=a.fact.predicate,
         opened_at=now - timedelta(days=5),
     )
-    ConflictMember.objects.create(conflict=moot, fact=a.fact, role="existing", disputes=False)
-    ConflictMember.objects.create(conflict=moot, fact=b.fact, role="incoming", disputes=True)
+    ConflictMember.objects.create(
+        conflict=moot, scope_id=moot.scope_id, fact=a.fact, role="existing", disputes=False
+    )
+    ConflictMember.objects.create(
+        conflict=moot, scope_id=moot.scope_id, fact=b.fact, role="incoming", disputes=True
+    )
 
     vocab = load_vocabulary()
     decay = crawler.DecaySettings(0.1, 90.0, 0.05)

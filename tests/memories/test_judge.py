@@ -47,7 +47,9 @@ def open_conflict(member, kind: str = "contradiction") -> tuple[Conflict, list[F
         opened_at=NOW,
     )
     for fact in facts:
-        ConflictMember.objects.create(conflict=conflict, fact=fact, role="existing", disputes=True)
+        ConflictMember.objects.create(
+            conflict=conflict, scope_id=conflict.scope_id, fact=fact, role="existing", disputes=True
+        )
     return conflict, facts
 
 
