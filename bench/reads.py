@@ -11,8 +11,11 @@ ASGI in the same process, stateless, as ``/mcp/`` serves it):
 
 taking turns request by request with ``POST /api/v1/facts``, which writes a
 new value into one of the sample subjects' busy ``many`` slots. Each read's
-figure is the ratio of its p95 to the POST's p95 over the same rounds
-(targets: GET fact ≤ 0.5, each recall ≤ 1.0, conflicts ≤ 3), and its
+figure is the larger of two ratios over the same rounds, its p95 to the
+POST's p95 and its median to the POST's median (targets: GET fact ≤ 0.5,
+each recall ≤ 1.0, conflicts ≤ 3): on a box whose commits now and then stall,
+the POST's p95 is a tail of slow flushes, and a read measured against that
+tail alone would pass without being cheaper (docs/performance.md). And its
 statements per request, counted at psycopg (so the token check, which runs
 on a raw prepared cursor, is counted too). The conflicts list is also
 counted at 5 and at 50 a page: the two counts must be equal.
@@ -340,7 +343,7 @@ def connections_kept() -> Iterator[None]:
 
 
 def measure(store: Store, *, rounds: int = 3, per_round: int = PER_ROUND) -> list[Figure]:
-    """Each read's p95 against the POST's, taking turns request by request."""
+    """Each read against the POST (p95 and median), taking turns request by request."""
     from django.test import override_settings
 
     # The write is charged as usual, against a limit the bench never reaches.
@@ -380,10 +383,12 @@ def _measure(store: Store, *, rounds: int, per_round: int) -> list[Figure]:
             f" {medians['POST']:.2f}); {counts[name]} statements vs {counts['POST']};"
             f" {len(times[name])} of each in {rounds} rounds"
         )
+        # The worse of the two ratios: a heavy tail on either side moves only one.
+        ratio = max(ms[name] / ms["POST"], medians[name] / medians["POST"])
         figures.append(
             Figure(
                 measure=MEASURES[name],
-                value=round(ms[name] / ms["POST"], 3),
+                value=round(ratio, 3),
                 target=f"<= {TARGETS[name]}",
                 detail=detail,
                 p95_ms={name: round(ms[name], 3)},
