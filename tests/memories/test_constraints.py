@@ -5,7 +5,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memories.actions import assert_fact
-from memories.models import Fact
+from memories.models import Conflict, Fact
 
 pytestmark = pytest.mark.django_db
 
@@ -97,3 +97,19 @@ def test_object_must_match_its_kind(fact):
 
 def test_interval_must_end_after_it_starts(fact):
     assert refused(*copy_of(fact, object_key="other", t_invalid=fact.t_valid))
+
+
+def test_a_member_filed_under_another_scope_than_its_conflicts_is_refused(fact, other_scope):
+    conflict = Conflict.objects.create(
+        scope_id=fact.scope_id,
+        kind="outranked",
+        subject_id=fact.subject_id,
+        predicate_id=fact.predicate_id,
+        opened_at=timezone.now(),
+    )
+    insert = (
+        "INSERT INTO memories_conflictmember (conflict_id, fact_id, scope_id, role, disputes)"
+        " VALUES (%s, %s, %s, 'incoming', true)"
+    )
+    assert refused(insert, [conflict.pk, fact.pk, other_scope.pk])
+    assert not refused(insert, [conflict.pk, fact.pk, fact.scope_id])
