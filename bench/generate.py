@@ -1030,18 +1030,19 @@ class _Generator:
     def _copy_rest(self, rows: "_Rows") -> None:
         text = self.clock.text
         predicates = {name: p.pk for name, p in self.predicates.items()}
+        # A conflict is in its subject's scope, and so are its members.
+        scope_of = {
+            cid: self.scope_ids[subject % SCOPES] for cid, _kind, _at, subject, _p in rows.conflicts
+        }
         self._copy(
             "memories_conflict",
             "id, kind, opened_at, resolution, reason, subject_id, predicate_id, scope_id",
             (
                 f"{cid}\t{kind}\t{text(opened)}\t\t\t{self.first_entity + subject}\t"
-                f"{predicates[predicate]}\t{self.scope_ids[subject % SCOPES]}\n"
+                f"{predicates[predicate]}\t{scope_of[cid]}\n"
                 for cid, kind, opened, subject, predicate in rows.conflicts
             ),
         )
-        scope_of = {
-            cid: self.scope_ids[subject % SCOPES] for cid, _kind, _at, subject, _p in rows.conflicts
-        }
         self._copy(
             "memories_conflictmember",
             "conflict_id, scope_id, fact_id, role, disputes",
