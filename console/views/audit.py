@@ -61,7 +61,7 @@ def readable_in(user: User, entries: list[AuditEntry]) -> Readable:
     for entry in entries:
         facts, _ = mentioned(entry.before, entry.after, entry.target_type, entry.target_id)
         fact_ids |= facts
-    facts = Fact.objects.readable_by(user).for_display().in_bulk([NIL, *_uuids(fact_ids)])
+    facts = Fact.objects.readable_by(user).named().in_bulk([NIL, *_uuids(fact_ids)])
     return Readable(
         facts={str(pk): (str(fact), reverse("fact", args=[pk])) for pk, fact in facts.items()},
         conflicts={
