@@ -203,7 +203,7 @@ def _shown_candidates(scope_ids: list[int]) -> Callable[[list], QuerySet[Fact]]:
     that have one; with the six tables a row displays that is eight, and
     PostgreSQL took 20-40 ms to plan them together against under 2 ms to run
     them. The page's ids come from the queue without its joins, and its rows
-    by id without the verdicts: about 3 ms of planning in all
+    by id without the verdicts: under 2 ms of planning in all
     (docs/performance.md, "The list pages under ten times their SQL").
     """
 
