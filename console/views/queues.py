@@ -183,21 +183,12 @@ def _candidates(form: CandidateFilterForm, scope_ids: list[int]) -> QuerySet[Fac
         }
     # A list of ids, not a subquery, lets PostgreSQL read a single scope's
     # candidates in recorded order from its index and stop at the page's end.
-    return _row_details(candidates(scope_ids, filters), scope_ids)
-
-
-def _row_details(facts: QuerySet[Fact], scope_ids: list[int]) -> QuerySet[Fact]:
-    """What a candidate's row shows beyond the fact: its open conflict, if any, and its claims."""
-    in_conflict = ConflictMember.objects.filter(
-        fact=OuterRef("pk"), conflict__resolved_at__isnull=True
-    ).order_by("conflict__opened_at", "conflict_id")
-    return facts.annotate(
-        open_conflict=Subquery(in_conflict.values("conflict_id")[:1])
-    ).prefetch_related(active_claims(scope_ids=scope_ids))
+    return candidates(scope_ids, filters)
 
 
 def _shown_candidates(scope_ids: list[int]) -> Callable[[list], QuerySet[Fact]]:
-    """Reads a page's candidates by id with what their rows show (``WindowPaginator.page``).
+    """Reads a page's candidates by id with what their rows show (``WindowPaginator.page``):
+    the fact's display, its open conflict if any, and its claims.
 
     The queue's own statement also joins the verdicts, to leave out the facts
     that have one; with the six tables a row displays that is eight, and
@@ -206,9 +197,17 @@ def _shown_candidates(scope_ids: list[int]) -> Callable[[list], QuerySet[Fact]]:
     by id without the verdicts: under 2 ms of planning in all
     (docs/performance.md, "The list pages under ten times their SQL").
     """
+    in_conflict = ConflictMember.objects.filter(
+        fact=OuterRef("pk"), conflict__resolved_at__isnull=True
+    ).order_by("conflict__opened_at", "conflict_id")
 
     def rows(ids: list) -> QuerySet[Fact]:
-        return _row_details(Fact.objects.filter(pk__in=ids).for_display(), scope_ids)
+        return (
+            Fact.objects.filter(pk__in=ids)
+            .for_display()
+            .annotate(open_conflict=Subquery(in_conflict.values("conflict_id")[:1]))
+            .prefetch_related(active_claims(scope_ids=scope_ids))
+        )
 
     return rows
 
