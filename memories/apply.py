@@ -565,6 +565,9 @@ class SetApplier:
 # own cursors would quote every element of the batch's thousand-id arrays into
 # the SQL text. The arrays go as ``%b`` (binary), which psycopg writes several
 # times faster than a text array, whose every element it checks for quoting.
+# The COPYs are binary for the same reason, both ways: psycopg writes each
+# declared type without formatting it as text, and PostgreSQL reads UUIDs,
+# timestamps and numbers without parsing them (about 5% of an import's CPU).
 
 
 def _update_standing(facts: list[FactState], vocab: LoadedVocabulary) -> None:
@@ -759,9 +762,11 @@ _FACT_TYPES = [
     "text",  # invalidation_reason
     "uuid",  # superseded_by_id
 ]
-_COPY_FACTS = f"COPY {_FACTS} ({', '.join(_FACT_COLUMNS)}) FROM STDIN"
+_COPY_FACTS = f"COPY {_FACTS} ({', '.join(_FACT_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
 # In the field order of AuditNote, so a note is written as it is.
-_COPY_AUDIT = f"COPY {AuditEntry._meta.db_table} ({', '.join(AuditNote._fields)}) FROM STDIN"
+_COPY_AUDIT = (
+    f"COPY {AuditEntry._meta.db_table} ({', '.join(AuditNote._fields)}) FROM STDIN (FORMAT BINARY)"
+)
 _AUDIT_TYPES = [
     "timestamptz",  # at
     "int8",  # scope_id
@@ -776,7 +781,7 @@ _AUDIT_TYPES = [
 ]
 _COPY_CONFLICTS = (
     f"COPY {Conflict._meta.db_table} (id, kind, scope_id, subject_id, predicate_id, opened_at,"
-    " resolved_at, resolved_by_id, resolution, reason) FROM STDIN"
+    " resolved_at, resolved_by_id, resolution, reason) FROM STDIN (FORMAT BINARY)"
 )
 _CONFLICT_TYPES = [
     "uuid",  # id
@@ -792,6 +797,6 @@ _CONFLICT_TYPES = [
 ]
 _COPY_MEMBERS = (
     f"COPY {ConflictMember._meta.db_table} (conflict_id, scope_id, fact_id, role, disputes)"
-    " FROM STDIN"
+    " FROM STDIN (FORMAT BINARY)"
 )
 _MEMBER_TYPES = ["uuid", "int8", "uuid", "text", "bool"]

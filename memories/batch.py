@@ -49,7 +49,7 @@ def rejected(number: int, field_name: str, message: str) -> LineOutcome:
 # --- per-line state ------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     number: int
     assertion: Assertion

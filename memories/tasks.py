@@ -170,7 +170,7 @@ _TOUCHED = (
     f"INSERT INTO {TouchedSlot._meta.db_table} AS mark (scope_id, subject_id, predicate_id) {{}}"
     " ON CONFLICT (scope_id, subject_id, predicate_id) DO UPDATE SET touches = mark.touches + 1"
 )
-_TOUCH_SQL = _TOUCHED.format("SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])")
+_TOUCH_SQL = _TOUCHED.format("SELECT * FROM unnest(%b::bigint[], %b::bigint[], %b::bigint[])")
 _TOUCH_ONE_SQL = _TOUCHED.format("VALUES (%s, %s, %s)")
 
 

@@ -154,7 +154,10 @@ class Vocabulary:
 # --- input --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+# The values of one assertion's way through ``decide`` are slotted: a large
+# import builds several of them per line, and a slotted frozen dataclass is
+# built about a quarter faster (docs/performance.md, the import).
+@dataclass(frozen=True, slots=True)
 class Evidence:
     ref: str
     quote: str = ""
@@ -163,7 +166,7 @@ class Evidence:
         return {"ref": self.ref, "quote": self.quote}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Assertion:
     """A checked assertion: every field present, typed and within bounds."""
 
@@ -378,7 +381,7 @@ def _choice(raw: Mapping[str, Any], field: str, choices: Sequence[str], *, defau
 # --- the decision -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Incoming:
     """The incoming fact as ``decide`` sees it: object already reduced to its key."""
 
@@ -394,7 +397,7 @@ class Incoming:
     evidence: tuple[Evidence, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StandingFact:
     """A fact already in the slot (same scope, bucket and, for ``user``, author)."""
 
@@ -414,7 +417,7 @@ class StandingFact:
         return self.t_invalid is None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Reinforcement:
     fact_id: UUID | str
     confidence: float
@@ -423,7 +426,7 @@ class Reinforcement:
     resourced: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     status: Status
     reason: Reason | None = None

@@ -257,7 +257,7 @@ def write_effects(
                 actor_id,
             )
         )
-    t_invalid = fact.t_valid.isoformat()
+    t_invalid = fact.t_valid.isoformat() if decision.supersedes else None
     for old in decision.supersedes:
         changes.append(
             AuditNote(

@@ -1,5 +1,6 @@
 """Bulk import: the batch path ends exactly where one-by-one assert_fact calls end."""
 
+import gc
 import json
 import re
 import threading
@@ -10,9 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
+from memories import ingest
 from memories.actions import assert_fact, invalidate_fact
 from memories.errors import NotFound, Rejected
-from memories.ingest import import_lines
+from memories.ingest import ImportStopped, import_lines
 from memories.merges import merge_entities
 from memories.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Scope
 from tests.conftest import at
@@ -373,6 +375,46 @@ def test_a_share_the_database_refuses_in_a_worker_costs_only_its_offending_line(
     assert [o.status for o in report.outcomes] == ["created", "rejected", "created", "created"]
     assert "refused" in report.outcomes[1].reason
     assert sorted(Fact.objects.values_list("object_lit", flat=True)) == ["kafka", "nats", "redis"]
+
+
+# --- the garbage collector ----------------------------------------------------------
+
+
+def test_the_collector_is_paused_for_each_batch_and_runs_again_after_it(member, scope, monkeypatch):
+    seen = []
+    decide_and_write = ingest.decide_and_write
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return decide_and_write(*args, **kwargs)
+
+    monkeypatch.setattr(ingest, "decide_and_write", watched)
+    lines = [
+        json.dumps(line(f"svc-{i}", "core/uses", "redis", "code") | {"scope": "project"})
+        for i in range(3)
+    ]
+    report = import_lines(lines, actor=member, batch_size=2)
+    assert [o.status for o in report.outcomes] == ["created"] * 3
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the batch")
+
+    monkeypatch.setattr(ingest, "decide_and_write", broken)
+    with pytest.raises(ImportStopped):
+        import_lines(lines, actor=member)
+    assert gc.isenabled()
+
+
+def test_an_import_leaves_a_paused_collector_paused(member, scope):
+    lines = [json.dumps(line("svc", "core/uses", "redis", "code") | {"scope": "project"})]
+    gc.disable()
+    try:
+        import_lines(lines, actor=member)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # --- the command ---------------------------------------------------------------------
