@@ -17,10 +17,13 @@ issue 10; 1/8, issue 14).
   or foreign key: the fastest PostgreSQL can take them.
 
 The import runs ``--rounds`` times (3), each time into a scope of its own,
-and each COPY three times (into an emptied table); the fastest run of each
-side counts. The import decides its slots in worker
-processes (``--workers``, by default as ``import_facts``: one per CPU plus
-one, at most 4).
+and each round is followed by the COPYs (into an emptied table: the bare one
+three times, being short, the equivalent one once); the fastest run of each
+side counts. With the COPYs between the rounds, both sides' bests come from
+the same stretch of the run, so a drift of the machine's speed cannot favour
+one of them. The
+import decides its slots in worker processes (``--workers``, by default as
+``import_facts``: one per CPU plus one, at most 4).
 
     .venv/bin/python bench/ingest.py [--facts 100000] [--batch-size 1000]
 """
@@ -141,13 +144,22 @@ def measure(store: Store, *, rounds: int = 2, lines: int = 50_000) -> list[Figur
     return [
         Figure(
             "bulk import / COPY into a bare table",
-            result.ours_rate / result.bare_rate,
+            result.bare_ratio,
             f">= {1 / 8}",
             f"{lines:,} lines, {result.workers} workers: {result.ours_rate:,.0f} lines/s"
             f" vs {result.bare_rate:,.0f} rows/s bare, {result.raw_rate:,.0f} rows/s"
-            " into an equivalent table",
+            f" into an equivalent table (best of {rounds} rounds, the COPYs between them)",
         )
     ]
+
+
+@dataclass(frozen=True)
+class Round:
+    """One import and the COPYs of the same rows taken right after it."""
+
+    import_seconds: float
+    raw_seconds: float
+    bare_seconds: float
 
 
 @dataclass(frozen=True)
@@ -157,21 +169,38 @@ class Comparison:
     workers: int
     counts: dict[str, int]
     stored: int
-    import_seconds: list[float]
-    raw_seconds: float
-    bare_seconds: float
+    rounds: list[Round]
+
+    def _rate(self, side: str) -> float:
+        return rate(self.count, min(getattr(r, side) for r in self.rounds))
 
     @property
     def ours_rate(self) -> float:
-        return rate(self.count, min(self.import_seconds))
+        return self._rate("import_seconds")
 
     @property
     def raw_rate(self) -> float:
-        return rate(self.count, self.raw_seconds)
+        return self._rate("raw_seconds")
 
     @property
     def bare_rate(self) -> float:
-        return rate(self.count, self.bare_seconds)
+        return self._rate("bare_seconds")
+
+    @property
+    def bare_ratio(self) -> float:
+        """The best import against the best bare COPY.
+
+        The best import is the first round's, into a store without the
+        earlier rounds' facts, as the COPY is into an empty table. The COPYs
+        are taken between the rounds, so both bests are drawn from the same
+        stretch of time: a drift of the machine's speed during the run
+        cannot favour one side.
+        """
+        return self.ours_rate / self.bare_rate
+
+    @property
+    def raw_ratio(self) -> float:
+        return self.ours_rate / self.raw_rate
 
     def print(self) -> None:
         counts = self.counts
@@ -187,22 +216,20 @@ class Comparison:
             + f", {counts.get('flagged', 0):,} flagged, {counts.get('rejected', 0):,} rejected"
         )
         print(f"fact rows written        {self.stored:>10,}")
+        print("round   import lines/s   COPY equivalent rows/s   COPY bare rows/s   import / bare")
+        for number, r in enumerate(self.rounds, start=1):
+            print(
+                f"{number:>5}   {rate(self.count, r.import_seconds):>14,.0f}"
+                f"   {rate(self.count, r.raw_seconds):>22,.0f}"
+                f"   {rate(self.count, r.bare_seconds):>16,.0f}"
+                f"   {r.bare_seconds / r.import_seconds:>13.3f}"
+            )
+        print(f"claimgraph import        {self.ours_rate:>10,.0f} lines/s   (best round)")
+        print(f"raw COPY, equivalent     {self.raw_rate:>10,.0f} rows/s    (best)")
+        print(f"raw COPY, bare table     {self.bare_rate:>10,.0f} rows/s    (best)")
+        print(f"ratio vs equivalent COPY {self.raw_ratio:>10.3f}")
         print(
-            f"claimgraph import        {self.ours_rate:>10,.0f} lines/s"
-            f"   ({min(self.import_seconds):.2f} s; rounds: "
-            + ", ".join(f"{rate(self.count, seconds):,.0f}" for seconds in self.import_seconds)
-            + ")"
-        )
-        print(
-            f"raw COPY, equivalent     {self.raw_rate:>10,.0f} rows/s    ({self.raw_seconds:.2f} s)"
-        )
-        print(
-            f"raw COPY, bare table     {self.bare_rate:>10,.0f} rows/s"
-            f"    ({self.bare_seconds:.2f} s)"
-        )
-        print(f"ratio vs equivalent COPY {self.ours_rate / self.raw_rate:>10.3f}")
-        print(
-            f"ratio vs bare COPY       {self.ours_rate / self.bare_rate:>10.3f}"
+            f"ratio vs bare COPY       {self.bare_ratio:>10.3f}"
             f"   (targets: issue 10 >= {1 / 16:.4f}, issue 14 >= {1 / 8:.3f})"
         )
         # The ceiling: what the fact table's own indexes and foreign keys cost a
@@ -213,7 +240,7 @@ class Comparison:
 def compare(
     user, count: int, batch_size: int = 1_000, workers: int | None = None, rounds: int = 3
 ) -> Comparison:
-    """Import ``count`` lines ``rounds`` times as ``user``, then COPY the same rows raw."""
+    """Import ``count`` lines ``rounds`` times as ``user``, each round followed by raw COPYs."""
     from django.db import connection
 
     from memories.ingest import default_workers, import_lines, read_lines
@@ -221,15 +248,16 @@ def compare(
 
     workers = workers or default_workers()
     rows = assertions(count)
-    import_seconds = []
+    measured: list[Round] = []
     outcomes = []
+    baseline_rows: list[tuple] = []
     # Scope names of this call's own, so the comparison can run on a store
     # that already holds other imports.
     prefix = f"import-{uuid.uuid4().hex[:8]}"
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, _CopyTables() as tables:
         # Each round imports the same file into a scope of its own (scopes
         # share nothing but the tables, which only grow: a later round can
-        # only be slower), and the fastest round counts, as for the COPY.
+        # only be slower), then COPYs the first round's rows raw.
         for round_number in range(rounds):
             scope_name = f"{prefix}-{round_number}"
             Scope.objects.create(name=scope_name).members.add(user)
@@ -246,24 +274,29 @@ def compare(
                     read_lines(str(path)), actor=actor, batch_size=batch_size, workers=workers
                 )
 
-            import_seconds.append(timed(ours))
+            import_seconds = timed(ours)
             outcomes.append(report["result"].counts)
+            if not baseline_rows:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT now()")
+                    (now,) = cursor.fetchone()
+                first_scope = Scope.objects.get(name=f"{prefix}-0")
+                baseline_rows = _baseline_rows(rows, first_scope, user, now)
+            measured.append(
+                Round(
+                    import_seconds,
+                    tables.fastest_copy("raw_fact", baseline_rows, times=1),
+                    tables.fastest_copy("bare_fact", baseline_rows, times=COPY_ROUNDS),
+                )
+            )
     assert all(counts == outcomes[0] for counts in outcomes), "rounds must decide alike"
-    first_scope = Scope.objects.get(name=f"{prefix}-0")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT now()")
-        (now,) = cursor.fetchone()
-    baseline_rows = _baseline_rows(rows, first_scope, user, now)
-    raw_seconds, bare_seconds = _copy_seconds(baseline_rows)
     return Comparison(
         count=count,
         batch_size=batch_size,
         workers=workers,
         counts=outcomes[0],
-        stored=Fact.objects.filter(scope=first_scope).count(),
-        import_seconds=import_seconds,
-        raw_seconds=raw_seconds,
-        bare_seconds=bare_seconds,
+        stored=Fact.objects.filter(scope__name=f"{prefix}-0").count(),
+        rounds=measured,
     )
 
 
@@ -311,60 +344,65 @@ def _baseline_rows(rows: list[dict], scope, user, now) -> list[tuple]:
     return baseline
 
 
-def _copy_seconds(baseline_rows: list[tuple]) -> tuple[float, float]:
-    """The fastest COPY of the rows into an equivalent table and into a bare one."""
-    raw = raw_connection()
-    # Ordinary tables (a temporary one skips the write-ahead log, which the
-    # import pays), dropped at the end so a store can be measured again.
-    raw.execute("DROP TABLE IF EXISTS raw_fact, bare_fact")
-    raw.execute("CREATE TABLE raw_fact (LIKE memories_fact INCLUDING ALL)")
-    raw.execute("CREATE TABLE bare_fact (LIKE memories_fact INCLUDING DEFAULTS)")
-    unique = raw.execute(
-        "SELECT indexname, indexdef FROM pg_indexes"
-        " WHERE tablename = 'raw_fact' AND indexdef LIKE 'CREATE UNIQUE INDEX%%'"
-        " AND indexdef LIKE '%% WHERE %%'"
-    ).fetchall()
-    for name, definition in unique:
-        raw.execute(f'DROP INDEX "{name}"')
-        raw.execute(definition.replace("CREATE UNIQUE INDEX", "CREATE INDEX"))
-    for column, parent in FOREIGN_KEYS:
-        raw.execute(
-            f"ALTER TABLE raw_fact ADD FOREIGN KEY ({column}) REFERENCES {parent}"
-            " DEFERRABLE INITIALLY DEFERRED"
-        )
-    raw.commit()
+class _CopyTables:
+    """The two baseline tables, created on entry and dropped on exit.
 
-    def copy_into(table: str):
+    ``raw_fact`` is like the fact table with its indexes, checks and foreign
+    keys; ``bare_fact`` has none of them. Ordinary tables: a temporary one
+    skips the write-ahead log, which the import pays.
+    """
+
+    def __enter__(self) -> "_CopyTables":
+        raw = self.raw = raw_connection()
+        raw.execute("DROP TABLE IF EXISTS raw_fact, bare_fact")
+        raw.execute("CREATE TABLE raw_fact (LIKE memories_fact INCLUDING ALL)")
+        raw.execute("CREATE TABLE bare_fact (LIKE memories_fact INCLUDING DEFAULTS)")
+        unique = raw.execute(
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename = 'raw_fact' AND indexdef LIKE 'CREATE UNIQUE INDEX%%'"
+            " AND indexdef LIKE '%% WHERE %%'"
+        ).fetchall()
+        for name, definition in unique:
+            raw.execute(f'DROP INDEX "{name}"')
+            raw.execute(definition.replace("CREATE UNIQUE INDEX", "CREATE INDEX"))
+        for column, parent in FOREIGN_KEYS:
+            raw.execute(
+                f"ALTER TABLE raw_fact ADD FOREIGN KEY ({column}) REFERENCES {parent}"
+                " DEFERRABLE INITIALLY DEFERRED"
+            )
+        raw.commit()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.raw.rollback()
+        self.raw.execute("DROP TABLE raw_fact, bare_fact")
+        self.raw.commit()
+        self.raw.close()
+
+    def fastest_copy(self, table: str, rows: list[tuple], *, times: int) -> float:
+        """The fastest of ``times`` COPYs of ``rows`` into ``table`` (emptied before each).
+
+        The bare COPY is short, so it is taken several times and the fastest
+        counts: a burst of load elsewhere can only make the baseline faster
+        than it would be otherwise, never the ratio kinder to the import.
+        """
+        raw = self.raw
+
         def body() -> None:
             with (
                 raw.cursor() as cursor,
                 cursor.copy(f"COPY {table} ({COLUMNS}) FROM STDIN") as copy,
             ):
-                for values in baseline_rows:
+                for values in rows:
                     copy.write_row(values)
             raw.commit()
 
-        return body
-
-    def fastest_copy(table: str) -> float:
-        # The import is one long run; each COPY is short, so it is taken
-        # COPY_ROUNDS times and the fastest counts: a burst of load elsewhere
-        # can only make the baseline faster than it would be otherwise,
-        # never the ratio kinder to the import.
-        times = []
-        for _ in range(COPY_ROUNDS):
+        seconds = []
+        for _ in range(times):
             raw.execute(f"TRUNCATE {table}")
             raw.commit()
-            times.append(timed(copy_into(table)))
-        return min(times)
-
-    try:
-        return fastest_copy("raw_fact"), fastest_copy("bare_fact")
-    finally:
-        raw.rollback()
-        raw.execute("DROP TABLE raw_fact, bare_fact")
-        raw.commit()
-        raw.close()
+            seconds.append(timed(body))
+        return min(seconds)
 
 
 if __name__ == "__main__":
