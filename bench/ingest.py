@@ -17,13 +17,12 @@ issue 10; 1/8, issue 14).
   or foreign key: the fastest PostgreSQL can take them.
 
 The import runs ``--rounds`` times (3), each time into a scope of its own,
-and each round is followed by the COPYs (into an emptied table: the bare one
-three times, being short, the equivalent one once); the fastest run of each
-side counts. With the COPYs between the rounds, both sides' bests come from
-the same stretch of the run, so a drift of the machine's speed cannot favour
-one of them. The
-import decides its slots in worker processes (``--workers``, by default as
-``import_facts``: one per CPU plus one, at most 4).
+and each round is followed by one COPY into each table (emptied first); the
+fastest run of each side counts. The sides alternate round by round, so both
+sides' bests come from the same stretch of the run and a drift of the
+machine's speed cannot favour one of them. The import decides its slots in
+worker processes (``--workers``, by default as ``import_facts``: one per CPU
+plus one, at most 4).
 
     .venv/bin/python bench/ingest.py [--facts 100000] [--batch-size 1000]
 """
@@ -40,7 +39,6 @@ from _figures import Figure, Store
 from _setup import drop_database, rate, raw_connection, start_django, timed
 
 DATABASE = "bench_ingest"
-COPY_ROUNDS = 3
 
 FOREIGN_KEYS = [
     ("scope_id", "memories_scope"),
@@ -190,11 +188,12 @@ class Comparison:
     def bare_ratio(self) -> float:
         """The best import against the best bare COPY.
 
-        The best import is the first round's, into a store without the
-        earlier rounds' facts, as the COPY is into an empty table. The COPYs
-        are taken between the rounds, so both bests are drawn from the same
-        stretch of time: a drift of the machine's speed during the run
-        cannot favour one side.
+        The best import is usually the first round's, into a store without
+        the earlier rounds' facts, as every COPY is into an empty table. The
+        sides alternate, so both bests are drawn from the same stretch of
+        time: a drift of the machine's speed during the run cannot favour
+        one side. (A median of the rounds' own pairs would also measure the
+        store growing between the rounds.)
         """
         return self.ours_rate / self.bare_rate
 
@@ -285,8 +284,8 @@ def compare(
             measured.append(
                 Round(
                     import_seconds,
-                    tables.fastest_copy("raw_fact", baseline_rows, times=1),
-                    tables.fastest_copy("bare_fact", baseline_rows, times=COPY_ROUNDS),
+                    tables.copy_seconds("raw_fact", baseline_rows),
+                    tables.copy_seconds("bare_fact", baseline_rows),
                 )
             )
     assert all(counts == outcomes[0] for counts in outcomes), "rounds must decide alike"
@@ -379,14 +378,11 @@ class _CopyTables:
         self.raw.commit()
         self.raw.close()
 
-    def fastest_copy(self, table: str, rows: list[tuple], *, times: int) -> float:
-        """The fastest of ``times`` COPYs of ``rows`` into ``table`` (emptied before each).
-
-        The bare COPY is short, so it is taken several times and the fastest
-        counts: a burst of load elsewhere can only make the baseline faster
-        than it would be otherwise, never the ratio kinder to the import.
-        """
+    def copy_seconds(self, table: str, rows: list[tuple]) -> float:
+        """How long one COPY of ``rows`` into ``table`` (emptied first) takes."""
         raw = self.raw
+        raw.execute(f"TRUNCATE {table}")
+        raw.commit()
 
         def body() -> None:
             with (
@@ -397,12 +393,7 @@ class _CopyTables:
                     copy.write_row(values)
             raw.commit()
 
-        seconds = []
-        for _ in range(times):
-            raw.execute(f"TRUNCATE {table}")
-            raw.commit()
-            seconds.append(timed(body))
-        return min(seconds)
+        return timed(body)
 
 
 if __name__ == "__main__":
