@@ -86,7 +86,7 @@ def _collector_paused() -> Iterator[None]:
     core's values, rows, outcomes) and frees every one of them by reference
     counting: measured, a batch leaves no cyclic garbage at all. The
     collector still ran about once every 100 lines, walking the young
-    objects and, now and then, the whole heap, for a quarter of the
+    objects and, now and then, the whole heap, for a fifth to a quarter of the
     import's CPU (docs/performance.md, "The import and the garbage
     collector"). Pausing it per batch, not per import, keeps whatever
     garbage a rare path does leave (a batch redone one line at a time
