@@ -92,14 +92,13 @@ def _collector_paused() -> Iterator[None]:
     garbage a rare path does leave (a batch redone one line at a time
     through the ORM) from piling up over a long file.
     """
-    if not gc.isenabled():
-        yield
-        return
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if was_enabled:
+            gc.enable()
 
 
 # What a line PostgreSQL cannot store raises: the database's own refusals, and
