@@ -259,7 +259,12 @@ class Fact(models.Model):
     )
     object_kind = models.CharField(max_length=10, choices=ObjectKind.choices)
     object_ref = models.ForeignKey(
-        Entity, null=True, blank=True, on_delete=models.PROTECT, related_name="facts_as_object"
+        Entity,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="facts_as_object",
+        db_index=False,
     )
     # Null, not "", for an entity object: the check constraint ties null to the kind.
     object_lit = models.TextField(null=True, blank=True)  # noqa: DJ001
@@ -296,7 +301,12 @@ class Fact(models.Model):
     )
     invalidation_reason = models.TextField(blank=True)
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="supersedes",
+        db_index=False,
     )
     # Set by the maintenance crawler when the fact's effective confidence fell
     # below its threshold (SPEC §8): an annotation, the fact stays live.
@@ -371,6 +381,22 @@ class Fact(models.Model):
             models.Index(fields=["recorded_at", "id"], name="fact_recorded"),
             # Withdrawal finds an episode's facts (a plain btree: no LIKE index).
             models.Index(fields=["scope", "episode"], name="fact_scope_episode"),
+            # Most facts have a literal object, and a fact is superseded only
+            # once it has been written: indexing these two keys only where they
+            # are set spares the NULL entry every new fact would add. Every
+            # read by either key compares it with a value, which implies it
+            # is set, so PostgreSQL uses these indexes for it (the foreign
+            # keys' own checks included).
+            models.Index(
+                fields=["object_ref"],
+                name="fact_object_ref",
+                condition=Q(object_ref__isnull=False),
+            ),
+            models.Index(
+                fields=["superseded_by"],
+                name="fact_superseded_by",
+                condition=Q(superseded_by__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -628,8 +654,14 @@ class ConflictMember(models.Model):
     EXISTS.
     """
 
-    conflict = models.ForeignKey(Conflict, on_delete=models.PROTECT, related_name="members")
-    fact = models.ForeignKey(Fact, on_delete=models.PROTECT, related_name="conflict_memberships")
+    # Found by conflict through conflict_member_once, which the conflict
+    # leads, and by fact through conflict_member_fact: no index of their own.
+    conflict = models.ForeignKey(
+        Conflict, on_delete=models.PROTECT, related_name="members", db_index=False
+    )
+    fact = models.ForeignKey(
+        Fact, on_delete=models.PROTECT, related_name="conflict_memberships", db_index=False
+    )
     # The conflict's scope (and so its facts'), copied so that every read
     # through a member can name its scope (docs/scale-out.md). No index of its
     # own: members are found by conflict or by fact, and scopes are never deleted.
@@ -732,11 +764,14 @@ class AuditEntry(models.Model):
         on_delete=models.PROTECT,
         related_name="audit_entries",
     )
-    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="audit_entries")
+    # Found by scope through audit_scope_latest, which it leads.
+    scope = models.ForeignKey(
+        Scope, on_delete=models.PROTECT, related_name="audit_entries", db_index=False
+    )
     # A domain verb: asserted, invalidated, resolved-conflict, admitted, ...
-    action = models.CharField(max_length=50, db_index=True)
+    action = models.CharField(max_length=50)
     target_type = models.CharField(max_length=50)
-    target_id = models.CharField(max_length=64, db_index=True)
+    target_id = models.CharField(max_length=64)
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
     reason = models.TextField(blank=True)
@@ -758,6 +793,10 @@ class AuditEntry(models.Model):
             models.Index(fields=["scope", "at", "id"], name="audit_scope_latest"),
             models.Index(fields=["at", "id"], name="audit_latest"),
             models.Index(fields=["at", "id"], name="audit_automatic_latest", condition=~Q(rule="")),
+            # Compared for equality only: not ``db_index``, which on PostgreSQL
+            # adds a second, LIKE-ready index that every entry would pay for.
+            models.Index(fields=["action"], name="audit_action"),
+            models.Index(fields=["target_id"], name="audit_target"),
         ]
         constraints = [
             # One revert per automatic change: a second is refused by the
