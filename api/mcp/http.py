@@ -27,7 +27,7 @@ site:
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.http.request import split_domain_port, validate_host
@@ -230,14 +230,21 @@ class SiteGuard:
         if refusal is not None:
             await refusal(scope, receive, guarded_send)
             return
+        # As Django's handler does for each request: this request's sync work
+        # (the token check, the tool) runs in a thread of its own, so a call
+        # waiting on a lock holds up no other caller.
+        async with ThreadSensitiveContext():
+            await self._serve(scope, receive, guarded_send, lambda: started)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, started) -> None:
         try:
-            await self.app(scope, receive, guarded_send)
+            await self.app(scope, receive, send)
         except DatabaseError:
-            if started:
+            if started():
                 raise
             unavailable = _error(
                 503, "unavailable", "the database cannot be reached; try again", **RETRY_AFTER
             )
-            await unavailable(scope, receive, guarded_send)
+            await unavailable(scope, receive, send)
         finally:
             await _request_finished()

@@ -1,0 +1,79 @@
+"""One agent's MCP call waiting on the database never holds up another agent's calls.
+
+The site is served as in production (the ASGI application under uvicorn, one
+process); each call is the SDK's own client over Streamable HTTP.
+"""
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from accounts.actions import issue_token
+from admissions.actions import record_verdict
+from memories.actions import assert_fact
+from memories.models import Scope
+from memories.slots import lock_slot
+from tests.api.conftest import fact_body
+from tests.api.mcp_client import call_http, live_site
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+HELD_SECONDS = 6.0
+
+
+def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(steward):
+    alpha, beta = Scope.objects.create(name="alpha"), Scope.objects.create(name="beta")
+    agent_a, agent_b = make_user("agent-a"), make_user("agent-b")
+    alpha.members.add(agent_a)
+    beta.members.add(agent_b)
+    standing = assert_fact(actor=steward, data=fact_body(scope="alpha", object="2.0.0")).fact
+    billing = assert_fact(
+        actor=steward, data=fact_body(scope="beta", subject="Billing", object="1.0")
+    ).fact
+    record_verdict(actor=steward, fact_id=billing.pk, verdict="admitted", ground="in the code")
+    secret_a = issue_token(actor=agent_a, name="a")[1]
+    secret_b = issue_token(actor=agent_b, name="b")[1]
+
+    locked = threading.Event()
+
+    def hold_the_slot() -> None:
+        # A long transaction elsewhere (an import, a withdrawal) holding A's slot.
+        try:
+            with transaction.atomic():
+                lock_slot(alpha.pk, standing.subject_id, "predicate:core/has-version")
+                locked.set()
+                time.sleep(HELD_SECONDS)
+        finally:
+            connection.close()
+
+    answers: dict[str, object] = {}
+
+    def write_as_a() -> None:
+        answers["a"] = call_http(
+            url, secret_a, "assert_fact", fact_body(scope="alpha", object="2.1.0")
+        )
+
+    with live_site() as site:
+        url = f"{site}/mcp/"
+        holder = threading.Thread(target=hold_the_slot)
+        holder.start()
+        assert locked.wait(30)
+        writer = threading.Thread(target=write_as_a)
+        writer.start()
+        time.sleep(1.0)
+        assert writer.is_alive(), answers  # A's call is in the server, waiting
+        started = time.monotonic()
+        recalled = call_http(url, secret_b, "recall", {"scope": "beta", "subject": "Billing"})
+        took = time.monotonic() - started
+        assert writer.is_alive(), "A's write must still be waiting while B is answered"
+        holder.join()
+        writer.join(60)
+
+    assert not recalled.is_error
+    assert [fact["object"] for fact in recalled.structured_content["results"]] == ["1.0"]
+    assert took < 1.0, f"B's recall took {took:.2f} s while A's call waited on a lock"
+    assert not answers["a"].is_error
+    assert answers["a"].structured_content["status"] == "superseded"
