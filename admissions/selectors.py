@@ -654,6 +654,11 @@ def fold_as_known_at(scope: Scope, known_at: datetime | None = None) -> fold.Fol
     derive. This reads the scope's history, so it is for look-backs and
     checks, not for the hot path.
     """
+    return fold.derive(scope_records(scope, known_at), share_percent=share_percent())
+
+
+def scope_records(scope: Scope, known_at: datetime | None = None) -> Iterator[PlainRecord]:
+    """The scope's records inserted by ``known_at`` (all if None), as the fold takes them."""
     records = Record.objects.filter(scope=scope)
     if known_at is not None:
         records = records.filter(inserted_at__lte=known_at)
@@ -668,33 +673,28 @@ def fold_as_known_at(scope: Scope, known_at: datetime | None = None) -> fold.Fol
         "author__username",
         "inserted_at",
     )
-    return fold.derive(
-        (
-            PlainRecord(
-                id=record_id,
-                fact_id=fact_id,
-                role=role,
-                author_id=author_id,
-                inserted_at=inserted_at,
-                verdict=verdict,
-                evidenced=evidence is not None,
-                challenge_id=challenge_id,
-                author_name=author_name,
-            )
-            for (
-                record_id,
-                fact_id,
-                role,
-                verdict,
-                evidence,
-                challenge_id,
-                author_id,
-                author_name,
-                inserted_at,
-            ) in rows.iterator()
-        ),
-        share_percent=share_percent(),
-    )
+    for (
+        record_id,
+        fact_id,
+        role,
+        verdict,
+        evidence,
+        challenge_id,
+        author_id,
+        author_name,
+        inserted_at,
+    ) in rows.iterator():
+        yield PlainRecord(
+            id=record_id,
+            fact_id=fact_id,
+            role=role,
+            author_id=author_id,
+            inserted_at=inserted_at,
+            verdict=verdict,
+            evidenced=evidence is not None,
+            challenge_id=challenge_id,
+            author_name=author_name,
+        )
 
 
 # --- recall -------------------------------------------------------------------------

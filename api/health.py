@@ -6,7 +6,10 @@ shows nothing of any scope to do so. Failed tasks are named by id, task and
 exception class, without their arguments or traceback, which name the rows
 they were working on whatever their scope; the crawler's counts per action
 are totals, and its free-form report is shown only to a global steward, who
-may read every scope anyway.
+may read every scope anyway. The same goes for the last doctor run: its
+count of violations per check for everyone, the violations themselves (which
+name rows of any scope) for a global steward only. The periodic jobs' runs
+name only their periods and tasks.
 """
 
 from datetime import datetime
@@ -17,9 +20,17 @@ from ninja import Router
 from ninja.responses import Status
 from pydantic import BaseModel
 
+from admissions.worker import PERIODIC_JOBS
 from api.memory import caller
 from api.schemas import READ_ERRORS, QueryParameters
-from memories.health import CrawlerRunSummary, Health, WorkerState, background_health
+from memories.health import (
+    CrawlerRunSummary,
+    DoctorRunSummary,
+    Health,
+    PeriodicJobState,
+    WorkerState,
+    background_health,
+)
 from memories.roles import is_global_steward
 
 router = Router(tags=["health"])
@@ -63,6 +74,37 @@ class CrawlerRunOut(BaseModel):
     report: dict[str, Any] | None
 
 
+class PeriodicRunOut(BaseModel):
+    period_start: datetime
+    enqueued_at: datetime
+    task_id: str | None
+    status: str | None
+    duration_seconds: float | None
+
+
+class PeriodicJobOut(BaseModel):
+    name: str
+    every_seconds: float
+    runs: list[PeriodicRunOut]
+
+
+class ViolationOut(BaseModel):
+    check: str
+    what: str
+    ids: list[str]
+    todo: str
+
+
+class DoctorRunOut(BaseModel):
+    id: int
+    started_at: datetime
+    finished_at: datetime
+    # How many violations each check found (checks with none are absent).
+    counts: dict[str, int]
+    capped: list[str]
+    violations: list[ViolationOut] | None
+
+
 class HealthOut(BaseModel):
     healthy: bool
     checked_at: datetime
@@ -73,6 +115,8 @@ class HealthOut(BaseModel):
     failed_tasks: FailedTasksOut
     queue: QueueOut
     last_crawler_run: CrawlerRunOut | None
+    periodic_jobs: list[PeriodicJobOut]
+    last_doctor_run: DoctorRunOut | None
 
 
 # --- the operation -----------------------------------------------------------------
@@ -80,15 +124,17 @@ class HealthOut(BaseModel):
 
 @router.get("/health", response={200: HealthOut, 503: HealthOut, **READ_ERRORS})
 def get_health(request: HttpRequest):
-    """The background work: heartbeats, failed and queued tasks, the last crawler run."""
+    """The background work: heartbeats, failed and queued tasks, the periodic jobs' last runs,
+    the last crawler run and the last doctor run."""
     QueryParameters.refuse_unknown(request)
-    health = background_health()
+    health = background_health(jobs=PERIODIC_JOBS)
     body = present_health(health, full_report=is_global_steward(caller(request)))
     return Status(200 if health.healthy else 503, body)
 
 
 def present_health(health: Health, *, full_report: bool) -> dict[str, Any]:
-    """The Health shape; the crawler's report only with ``full_report``."""
+    """The Health shape; the crawler's report and the doctor's violations only with
+    ``full_report``."""
     return {
         "healthy": health.healthy,
         "checked_at": health.checked_at,
@@ -113,6 +159,41 @@ def present_health(health: Health, *, full_report: bool) -> dict[str, Any]:
             "oldest_age_seconds": health.oldest_queued_age_seconds,
         },
         "last_crawler_run": _crawler_run(health.last_crawler_run, full_report=full_report),
+        "periodic_jobs": [_periodic_job(job) for job in health.periodic_jobs],
+        "last_doctor_run": _doctor_run(health.last_doctor_run, full_report=full_report),
+    }
+
+
+def _periodic_job(job: PeriodicJobState) -> dict[str, Any]:
+    return {
+        "name": job.name,
+        "every_seconds": job.every_seconds,
+        "runs": [
+            {
+                "period_start": run.period_start,
+                "enqueued_at": run.enqueued_at,
+                "task_id": run.task_id,
+                "status": run.status,
+                "duration_seconds": run.duration_seconds,
+            }
+            for run in job.runs
+        ],
+    }
+
+
+def _doctor_run(run: DoctorRunSummary | None, *, full_report: bool) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    counts: dict[str, int] = {}
+    for violation in run.violations:
+        counts[violation["check"]] = counts.get(violation["check"], 0) + 1
+    return {
+        "id": run.id,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "counts": counts,
+        "capped": list(run.capped),
+        "violations": list(run.violations) if full_report else None,
     }
 
 

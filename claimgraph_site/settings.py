@@ -317,6 +317,12 @@ CLAIMGRAPH_CRAWL_SECONDS = env_float(
 CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = env_float(
     "CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD", 0.1, minimum=0, maximum=1
 )
+# The doctor (manage.py doctor): how often a worker runs it, and how long a
+# task may run before it counts as stuck.
+CLAIMGRAPH_DOCTOR_SECONDS = env_float(
+    "CLAIMGRAPH_DOCTOR_SECONDS", 3_600.0, minimum=1, maximum=604_800
+)
+CLAIMGRAPH_TASK_STUCK_MINUTES = env_int("CLAIMGRAPH_TASK_STUCK_MINUTES", 30, minimum=1)
 # The judge (SPEC §7): the confidence a verdict needs before ``judge --resolve``
 # acts on it (memories.core.verdicts.may_act).
 CLAIMGRAPH_JUDGE_MIN_CONFIDENCE = env_float(

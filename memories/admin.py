@@ -7,6 +7,7 @@ bypass the rules every other write obeys.
 """
 
 from django.contrib import admin, messages
+from django.utils import timezone
 from django_tasks_db.admin import DBTaskResultAdmin
 from django_tasks_db.models import DBTaskResult
 from guardian.admin import GuardedModelAdmin
@@ -26,7 +27,12 @@ from memories.models import (
     TruthSlot,
     WorkerHeartbeat,
 )
-from memories.tasks import mark_predicate_slots_stale, retry_failed
+from memories.tasks import (
+    fail_abandoned,
+    mark_predicate_slots_stale,
+    record_worker_stopped,
+    retry_failed,
+)
 from memories.vocabulary import forget_vocabulary
 
 # The predicate fields a truth slot's answer depends on (see
@@ -178,6 +184,16 @@ class PredicateProposalAdmin(ReadOnlyAdmin):
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     list_display = ["worker_id", "host", "pid", "started_at", "beat_at", "stopped_at"]
+    actions = ["mark_stopped"]
+
+    # For a worker that was killed or lost with its machine: it can no longer
+    # say so itself, and the doctor reports its silence until someone does.
+    @admin.action(description="Mark the selected workers stopped (they are gone)")
+    def mark_stopped(self, request, queryset) -> None:
+        silent = list(queryset.filter(stopped_at__isnull=True).values_list("worker_id", flat=True))
+        for worker_id in silent:
+            record_worker_stopped(worker_id, now=timezone.now())
+        self.message_user(request, f"Marked {len(silent)} worker(s) stopped.")
 
 
 @admin.register(CrawlerRun)
@@ -191,7 +207,18 @@ admin.site.unregister(DBTaskResult)
 
 @admin.register(DBTaskResult)
 class TaskResultAdmin(DBTaskResultAdmin):
-    actions = ["retry"]
+    actions = ["retry", "abandon"]
+
+    @admin.action(
+        description="Mark the selected running tasks failed (their worker is gone)",
+        permissions=["view"],
+    )
+    def abandon(self, request, queryset) -> None:
+        ids = [str(pk) for pk in queryset.running().values_list("pk", flat=True)]
+        failed = fail_abandoned(ids, now=timezone.now())
+        self.message_user(
+            request, f"Marked {failed} running task(s) failed; retry them to run again."
+        )
 
     @admin.action(description="Retry the selected failed tasks", permissions=["view"])
     def retry(self, request, queryset) -> None:

@@ -1,8 +1,9 @@
 """Health of the background work (SPEC §10, §12): is a worker alive, and is work waiting?
 
 ``background_health`` reads the workers' heartbeats, django-tasks-db's task
-results and the last crawler run into one :class:`Health` value, for the
-console's health page and ``GET /api/v1/health`` to show.
+results, the periodic jobs' last runs, the last crawler run and the last
+doctor run into one :class:`Health` value, for the console's health page and
+``GET /api/v1/health`` to show.
 
 Healthy means that at least one worker is alive: it has not stopped and its
 last heartbeat is at most ``CLAIMGRAPH_HEARTBEAT_STALE_SECONDS`` old. Failed
@@ -10,6 +11,7 @@ tasks and a queue that waits are reported, not judged: a failure is a thing
 to look at and retry, and a long task is not a dead worker.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,9 +20,12 @@ from django.conf import settings
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories.models import CrawlerRun, WorkerHeartbeat
+from memories.models import CrawlerRun, DoctorRun, PeriodicRun, WorkerHeartbeat
+from memories.tasks import PeriodicJob
 
 LATEST_FAILURES = 5
+# How many of each periodic job's runs are shown, latest first.
+LATEST_PERIODIC_RUNS = 5
 TRACEBACK_TAIL_CHARS = 2_000
 
 
@@ -58,6 +63,34 @@ class CrawlerRunSummary:
 
 
 @dataclass(frozen=True)
+class PeriodicRunState:
+    period_start: datetime
+    enqueued_at: datetime
+    task_id: str | None
+    # The task's status (READY, RUNNING, SUCCESSFUL, FAILED), or None once
+    # django-tasks-db's result was pruned.
+    status: str | None
+    duration_seconds: float | None
+
+
+@dataclass(frozen=True)
+class PeriodicJobState:
+    name: str
+    every_seconds: float
+    runs: tuple[PeriodicRunState, ...]
+
+
+@dataclass(frozen=True)
+class DoctorRunSummary:
+    id: int
+    started_at: datetime
+    finished_at: datetime
+    # Each as ``memories.doctor.Violation.as_json``.
+    violations: tuple[dict[str, Any], ...]
+    capped: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Health:
     healthy: bool
     checked_at: datetime
@@ -72,6 +105,8 @@ class Health:
     queue_depth: int
     oldest_queued_age_seconds: float | None
     last_crawler_run: CrawlerRunSummary | None
+    periodic_jobs: tuple[PeriodicJobState, ...]
+    last_doctor_run: DoctorRunSummary | None
 
     @property
     def heartbeat_age_seconds(self) -> float | None:
@@ -82,8 +117,12 @@ class Health:
         return not any(worker.alive for worker in self.workers)
 
 
-def background_health(*, now: datetime | None = None) -> Health:
-    """The state of the background work at ``now`` (the clock by default)."""
+def background_health(*, now: datetime | None = None, jobs: Sequence[PeriodicJob] = ()) -> Health:
+    """The state of the background work at ``now`` (the clock by default).
+
+    ``jobs`` are the periodic jobs to report on, each with its last runs
+    (``admissions.worker.PERIODIC_JOBS``: every job a worker runs).
+    """
     now = now or timezone.now()
     stale_after = settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS
     # A worker is listed while its heartbeat is recent enough to matter to a
@@ -122,6 +161,52 @@ def background_health(*, now: datetime | None = None) -> Health:
         queue_depth=queued.count(),
         oldest_queued_age_seconds=None if oldest is None else (now - oldest).total_seconds(),
         last_crawler_run=_last_crawler_run(),
+        periodic_jobs=periodic_job_states(jobs),
+        last_doctor_run=_last_doctor_run(),
+    )
+
+
+def periodic_job_states(jobs: Sequence[PeriodicJob]) -> tuple[PeriodicJobState, ...]:
+    """Each job with its latest runs, latest first: one query (a job keeps a few runs)."""
+    runs: dict[str, list[PeriodicRunState]] = {job.name: [] for job in jobs}
+    rows = (
+        PeriodicRun.objects.filter(job__in=list(runs))
+        .select_related("task_result")
+        .order_by("job", "-period_start")
+    )
+    for row in rows:
+        if len(runs[row.job]) < LATEST_PERIODIC_RUNS:
+            runs[row.job].append(_periodic_run_state(row))
+    return tuple(
+        PeriodicJobState(name=job.name, every_seconds=job.every(), runs=tuple(runs[job.name]))
+        for job in jobs
+    )
+
+
+def _periodic_run_state(run: PeriodicRun) -> PeriodicRunState:
+    task = run.task_result
+    duration = None
+    if task is not None and task.started_at is not None and task.finished_at is not None:
+        duration = (task.finished_at - task.started_at).total_seconds()
+    return PeriodicRunState(
+        period_start=run.period_start,
+        enqueued_at=run.enqueued_at,
+        task_id=None if task is None else str(task.pk),
+        status=None if task is None else task.status,
+        duration_seconds=duration,
+    )
+
+
+def _last_doctor_run() -> DoctorRunSummary | None:
+    run = DoctorRun.objects.order_by("-started_at", "-id").first()
+    if run is None:
+        return None
+    return DoctorRunSummary(
+        id=run.pk,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        violations=tuple(run.violations),
+        capped=tuple(run.capped),
     )
 
 

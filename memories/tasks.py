@@ -11,7 +11,9 @@ transaction (``recompute_on_commit``) and one drain recomputes them all.
 
 The periodic work a worker's scheduler enqueues is listed in
 ``memories.worker.PERIODIC_JOBS`` (there, not here, because the crawler's
-task sits above ``memories.apply``, which enqueues the tasks of this module).
+task sits above ``memories.apply``, which enqueues the tasks of this module)
+and ``admissions.worker.PERIODIC_JOBS`` (with the doctor's); how each runs
+once per period whatever the number of workers is ``enqueue_periodic``'s.
 """
 
 import logging
@@ -19,10 +21,11 @@ import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Subquery
 from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
@@ -30,7 +33,7 @@ from psycopg.types.json import Jsonb
 
 from memories import truth
 from memories.lookups import hot_cursor
-from memories.models import Predicate, TouchedSlot, WorkerHeartbeat
+from memories.models import PeriodicRun, Predicate, TouchedSlot, WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -234,28 +237,71 @@ def record_worker_stopped(worker_id: str, *, now: datetime) -> None:
 
 # --- periodic work --------------------------------------------------------------------
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# How many of a job's latest runs are kept: the Health page shows the last
+# few, and the current period's row must outlive its period (at least two).
+KEEP_PERIODIC_RUNS = 20
+
 
 @dataclass(frozen=True)
 class PeriodicJob:
-    """A task every worker's scheduler enqueues every ``every()`` seconds (first: ``first_after``).
+    """A task enqueued once every ``every()`` seconds, whichever worker's scheduler gets there.
 
-    ``every`` is read at each tick, so a setting changed in a test (or a
-    reload) takes effect without restarting the scheduler. A job whose task is
-    still queued or running is not enqueued again, so several workers, or a
-    slow run, never pile up copies.
+    Periods are fixed on the clock: the period of a moment is
+    ``floor(epoch seconds / every)``, so every worker agrees on it whatever
+    its start time. ``name`` keys the job's runs (``PeriodicRun.job``) and
+    must not change while workers run. ``every`` is read at each tick, so a
+    setting changed in a test takes effect without restarting the
+    scheduler; every worker must be given the same one.
     """
 
     name: str
     task: Task
     every: Callable[[], float]
-    # Seconds after the scheduler starts before the first run (0: at once).
+    # Seconds after the scheduler starts before its first run (0: at once).
     first_after: float = 0.0
     # Asked at each due tick when given: the job is enqueued only if it has work.
     wanted: Callable[[], bool] | None = None
 
+    def period_start(self, now: datetime) -> datetime:
+        """The start of the period ``now`` falls in."""
+        return period_start(now, self.every())
 
-def enqueue_periodic(job: PeriodicJob) -> TaskResult | None:
-    """Enqueue ``job``'s task unless it has no work or a run of it is already queued or running."""
+    def seconds_to_next_period(self, now: datetime) -> float:
+        """How long from ``now`` until the next period starts."""
+        every = self.every()
+        return (period_start(now, every) - now).total_seconds() + every
+
+
+def period_start(now: datetime, every: float) -> datetime:
+    """The latest multiple of ``every`` seconds since the epoch at or before ``now``.
+
+    Counted in whole microseconds, so two workers that read different
+    moments of one period compute the same instant to the microsecond.
+    """
+    step = max(1, round(every * 1_000_000))
+    elapsed = (now - EPOCH) // timedelta(microseconds=1)
+    return EPOCH + timedelta(microseconds=elapsed - elapsed % step)
+
+
+def enqueue_periodic(job: PeriodicJob, *, now: datetime) -> TaskResult | None:
+    """Enqueue ``job``'s run for the period ``now`` falls in, unless that period has one.
+
+    The guarantee is the database's: the period's ``PeriodicRun`` row is
+    inserted with ``ON CONFLICT DO NOTHING`` on its unique (job, period),
+    in the transaction that enqueues the task. Of any number of workers
+    inserting one period at once, PostgreSQL lets one in and makes the
+    others wait for it: if it commits, their inserts do nothing and they
+    enqueue nothing; if it rolls back, its task goes with it and one of
+    them claims the period instead. The row and its task commit together or
+    not at all, so a period never has two runs, nor a claim without its run.
+
+    Two reads come first and only ever skip a period: a job with
+    ``wanted`` is not run when it has no work, and no job is enqueued while
+    a run of its task still waits or runs (a slow crawl does not pile up
+    copies).
+    """
     if job.wanted is not None and not job.wanted():
         return None
     busy = DBTaskResult.objects.filter(
@@ -264,7 +310,33 @@ def enqueue_periodic(job: PeriodicJob) -> TaskResult | None:
     )
     if busy.exists():
         return None
-    return job.task.enqueue()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_CLAIM_PERIOD_SQL, [job.name, job.period_start(now), now])
+            claimed = cursor.fetchone()
+        if claimed is None:  # another worker's run of this period committed first
+            return None
+        result = job.task.enqueue()
+        PeriodicRun.objects.filter(pk=claimed[0]).update(task_result_id=result.id)
+        _forget_old_runs(job.name)
+    return result
+
+
+_CLAIM_PERIOD_SQL = (
+    f"INSERT INTO {PeriodicRun._meta.db_table} (job, period_start, enqueued_at)"
+    " VALUES (%s, %s, %s) ON CONFLICT (job, period_start) DO NOTHING RETURNING id"
+)
+
+
+def _forget_old_runs(job: str) -> None:
+    # Bounded history, so a job due every half second keeps a few rows, not
+    # a table that grows forever.
+    kept = (
+        PeriodicRun.objects.filter(job=job)
+        .order_by("-period_start")
+        .values("period_start")[KEEP_PERIODIC_RUNS - 1 : KEEP_PERIODIC_RUNS]
+    )
+    PeriodicRun.objects.filter(job=job, period_start__lt=Subquery(kept)).delete()
 
 
 # --- enqueueing and retrying ----------------------------------------------------------
@@ -280,30 +352,61 @@ def enqueue_once(task_: Task, **kwargs: Any) -> TaskResult | None:
 
     Only a *waiting* duplicate counts: one already running may have read
     the rows before the change that asks for this run.
+
+    The check and the enqueue run under a transaction-scoped advisory lock
+    keyed on the task and its arguments, so two processes asking for the
+    same call take turns, and the second one's check (a statement of its
+    own, so a snapshot taken after the lock) sees the first one's task. The
+    lock is released when the transaction that holds the new task commits,
+    never before it is visible: inside a caller's transaction, at that
+    transaction's commit. (A session lock would be released at unlock, or
+    never on a pooled connection; and django-tasks-db's table is not ours to
+    give a unique index, which would also refuse a plain ``enqueue`` of a
+    task already waiting.)
     """
-    # Asked after every write to a slot: a statement prepared once per
-    # connection, since building and planning the ORM's filter each time
-    # costs more than the write's own INSERT.
-    with hot_cursor() as cursor:
-        cursor.execute(
-            _WAITING_SQL,
-            [
-                TaskResultStatus.READY,
-                task_.module_path,
-                Jsonb({"args": [], "kwargs": kwargs}),
-            ],
-            prepare=True,
-        )
+    arguments = Jsonb({"args": [], "kwargs": kwargs})
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_ENQUEUE_LOCK_SQL, [task_.module_path, arguments])
+        cursor.execute(_WAITING_SQL, [TaskResultStatus.READY, task_.module_path, arguments])
         (waiting,) = cursor.fetchone()
-    if waiting:
-        return None
-    return task_.enqueue(**kwargs)
+        if waiting:
+            return None
+        return task_.enqueue(**kwargs)
 
 
+# jsonb's text is canonical (keys in one order), so equal arguments hash alike.
+_ENQUEUE_LOCK_SQL = (
+    "SELECT pg_advisory_xact_lock(hashtextextended("
+    "'claimgraph:task:' || %s || ':' || (%s::jsonb)::text, 0))"
+)
 _WAITING_SQL = (
     f"SELECT EXISTS (SELECT 1 FROM {DBTaskResult._meta.db_table}"
     " WHERE status = %s AND task_path = %s AND args_kwargs = %s)"
 )
+
+
+class WorkerLost(Exception):
+    """The worker running a task went away before the task finished."""
+
+
+def fail_abandoned(task_result_ids: Iterable[str], *, now: datetime) -> int:
+    """Mark these tasks failed if they are still running: their worker is gone. How many.
+
+    django-tasks-db never takes a running task back, so one whose worker
+    was killed stays running for ever, and its periodic job is never
+    enqueued again. Once failed, it can be retried (``retry_failed``). A
+    worker that was only slow and finishes after all records its result
+    over this.
+    """
+    return DBTaskResult.objects.filter(
+        pk__in=list(task_result_ids), status=TaskResultStatus.RUNNING
+    ).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=now,
+        return_value=None,
+        exception_class_path=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
+        traceback="Marked failed from the admin: its worker stopped before it finished.\n",
+    )
 
 
 def retry_failed(task_result_id: str) -> TaskResult:

@@ -8,7 +8,13 @@ number of workers on any number of machines share one queue) and a
 - records this worker's heartbeat every ``CLAIMGRAPH_HEARTBEAT_SECONDS``,
   from its own thread so that a long task does not make a live worker look
   dead (the queue's age, in ``memories.health``, says when work waits);
-- enqueues the periodic jobs of :data:`PERIODIC_JOBS` when due.
+- enqueues its periodic jobs when due: each at the start of each of its
+  periods, which are fixed on the clock, so every worker's scheduler wakes
+  for a period at the same instant and the database lets one of them
+  enqueue its run (``memories.tasks.enqueue_periodic``).
+
+:data:`PERIODIC_JOBS` are this app's jobs; ``manage.py worker`` runs them
+with the doctor's (``admissions.worker``).
 
 SIGTERM and SIGINT stop both: the scheduler at once, the worker loop after
 the task it is running (a second signal ends that task too). A clean stop
@@ -21,6 +27,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from types import FrameType
 
 from django.conf import settings
@@ -41,7 +48,8 @@ from memories.tasks import (
 
 logger = logging.getLogger(__name__)
 
-# What a worker's scheduler enqueues, and how often.
+# The memory store's periodic jobs, and how often. ``admissions.worker`` adds
+# the doctor's; ``manage.py worker`` runs them all.
 PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
     # The truth slots writes touched, recomputed soon after they commit: one
     # drain at a time, enqueued only when some wait.
@@ -70,13 +78,16 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
 
 
 class Scheduler:
-    """Heartbeats and periodic jobs for one worker, on a monotonic clock.
+    """Heartbeats and periodic jobs for one worker.
 
-    ``tick`` does what is due at the monotonic time it is given and is
-    what tests drive; ``run`` calls it until ``stop``. A failure (the
-    database away for a moment) is logged and retried at the next tick
-    rather than ending the thread: a scheduler that died silently would
-    leave a worker that looks dead while it works.
+    ``tick`` does what is due at the monotonic time ``at``, which is also
+    the time of the wall clock ``now``, and is what tests drive; ``run``
+    calls it until ``stop``. Waiting is on the monotonic clock, so a clock
+    set back does not silence the heartbeat; periods are on the wall clock,
+    the one clock all workers share. A failure (the database away for a
+    moment) is logged and retried at the next tick rather than ending the
+    thread: a scheduler that died silently would leave a worker that looks
+    dead while it works.
     """
 
     def __init__(
@@ -84,14 +95,16 @@ class Scheduler:
         *,
         worker_id: str,
         heartbeat_seconds: float,
-        jobs: Sequence[PeriodicJob] = PERIODIC_JOBS,
+        jobs: Sequence[PeriodicJob],
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = timezone.now,
     ) -> None:
         self.worker_id = worker_id
         self.heartbeat_seconds = heartbeat_seconds
         self.jobs = tuple(jobs)
         self.clock = clock
-        self.started_at = timezone.now()
+        self.wall_clock = wall_clock
+        self.started_at = wall_clock()
         self._next_beat = 0.0
         # A job is due at start unless it says otherwise: a fresh worker does
         # not wait a whole period before its first sweep.
@@ -99,21 +112,25 @@ class Scheduler:
         self._next_run = {job.name: started + job.first_after for job in self.jobs}
         self._stopping = threading.Event()
 
-    def tick(self, at: float) -> None:
+    def tick(self, at: float, now: datetime) -> None:
         if at >= self._next_beat:
-            record_heartbeat(self.worker_id, now=timezone.now(), started_at=self.started_at)
+            record_heartbeat(self.worker_id, now=now, started_at=self.started_at)
             self._next_beat = at + self.heartbeat_seconds
         for job in self.jobs:
             if at >= self._next_run[job.name]:
-                enqueue_periodic(job)
-                self._next_run[job.name] = at + job.every()
+                enqueue_periodic(job, now=now)
+                # Wake when the next period starts on the wall clock: the
+                # instant every other worker wakes for it too.
+                self._next_run[job.name] = at + job.seconds_to_next_period(now)
 
     def run(self) -> None:
         try:
             while not self._stopping.is_set():
                 close_old_connections()
                 try:
-                    self.tick(self.clock())
+                    # Both clocks read together: the wake for the next period
+                    # is computed from their pairing.
+                    self.tick(self.clock(), self.wall_clock())
                 except Exception:
                     logger.exception("the worker's scheduler failed; retrying")
                 self._stopping.wait(self._wait())
@@ -139,8 +156,9 @@ def run_worker(
     interval: float = 1.0,
     queue_names: Sequence[str] = ("default",),
     startup_delay: bool = True,
+    jobs: Sequence[PeriodicJob],
 ) -> None:
-    """Run the task worker and its scheduler until SIGTERM or SIGINT."""
+    """Run the task worker and a scheduler of ``jobs`` until SIGTERM or SIGINT."""
     worker = Worker(
         queue_names=list(queue_names),
         interval=interval,
@@ -151,7 +169,7 @@ def run_worker(
         worker_id=worker_id,
         excluded_queue_names=[],
     )
-    scheduler = Scheduler(worker_id=worker_id, heartbeat_seconds=heartbeat_seconds)
+    scheduler = Scheduler(worker_id=worker_id, heartbeat_seconds=heartbeat_seconds, jobs=jobs)
     thread = threading.Thread(target=scheduler.run, name="claimgraph-scheduler", daemon=True)
 
     def shutdown(signum: int, frame: FrameType | None) -> None:

@@ -2,11 +2,13 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from admissions.worker import PERIODIC_JOBS
 from console.views.common import HtmxHttpRequest, steward_scopes
 from memories.health import background_health
 
@@ -17,11 +19,15 @@ def health(request: HtmxHttpRequest) -> HttpResponse:
     """``memories.health.background_health()`` as a page, for stewards; anyone else gets a 404."""
     if not steward_scopes(request.user).exists():
         raise Http404
-    found = background_health()
+    found = background_health(jobs=PERIODIC_JOBS)
     oldest_queued_at = (
         None
         if found.oldest_queued_age_seconds is None
         else found.checked_at - timedelta(seconds=found.oldest_queued_age_seconds)
     )
-    context = {"health": found, "oldest_queued_at": oldest_queued_at}
+    context = {
+        "health": found,
+        "oldest_queued_at": oldest_queued_at,
+        "doctor_every": settings.CLAIMGRAPH_DOCTOR_SECONDS,
+    }
     return render(request, "console/health.html", context)

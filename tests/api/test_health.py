@@ -6,8 +6,9 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories.models import CrawlerRun
-from memories.tasks import recompute_slot_task, record_heartbeat
+from admissions.worker import PERIODIC_JOBS
+from memories.models import CrawlerRun, DoctorRun
+from memories.tasks import enqueue_periodic, recompute_slot_task, record_heartbeat
 from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db
@@ -22,6 +23,8 @@ SHAPE = {
     "failed_tasks",
     "queue",
     "last_crawler_run",
+    "periodic_jobs",
+    "last_doctor_run",
 }
 
 
@@ -97,3 +100,38 @@ def test_health_needs_a_token_and_takes_no_parameters(member, agent_for, anonymo
     refused = agent_for(member).get("/health", scope="project")
     assert refused.status_code == 400
     assert refused.json()["field"] == "scope"
+
+
+def test_health_lists_each_periodic_job_with_its_last_runs(member, agent_for):
+    record_heartbeat("w1", now=timezone.now())
+    sweep = next(job for job in PERIODIC_JOBS if job.name == "recompute stale truth slots")
+    enqueued = enqueue_periodic(sweep, now=timezone.now())
+    run_queued_tasks()
+    body = agent_for(member).get("/health").json()
+    jobs = {job["name"]: job for job in body["periodic_jobs"]}
+    assert list(jobs) == [job.name for job in PERIODIC_JOBS]
+    (run,) = jobs[sweep.name]["runs"]
+    assert run["task_id"] == str(enqueued.id) and run["status"] == "SUCCESSFUL"
+    assert run["duration_seconds"] >= 0
+    assert jobs["doctor"]["runs"] == []
+
+
+DOCTOR_VIOLATION = {
+    "check": "unused-entity",
+    "what": "entity 9 ('Orphan') in scope 1 is named by no fact and no merge",
+    "ids": ["9"],
+    "todo": "delete it",
+}
+
+
+def test_the_last_doctor_run_counts_violations_for_everyone_and_lists_them_for_stewards(
+    member, steward, agent_for
+):
+    record_heartbeat("w1", now=timezone.now())
+    DoctorRun.objects.create(
+        started_at=timezone.now(), finished_at=timezone.now(), violations=[DOCTOR_VIOLATION]
+    )
+    seen = agent_for(member).get("/health").json()["last_doctor_run"]
+    assert seen["counts"] == {"unused-entity": 1} and seen["violations"] is None
+    full = agent_for(steward).get("/health").json()["last_doctor_run"]
+    assert full["violations"] == [DOCTOR_VIOLATION]

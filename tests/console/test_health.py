@@ -7,8 +7,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories.models import CrawlerRun
-from memories.tasks import record_heartbeat, sweep_stale_slots_task
+from admissions.worker import PERIODIC_JOBS
+from memories.models import CrawlerRun, DoctorRun
+from memories.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
+from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +54,40 @@ def test_the_page_is_linked_for_stewards_only(as_steward, as_member):
 def test_a_member_gets_a_404(as_member, as_outsider):
     assert as_member.get(reverse("health")).status_code == 404
     assert as_outsider.get(reverse("health")).status_code == 404
+
+
+def test_the_page_lists_each_periodic_job_with_its_last_runs(as_steward):
+    record_heartbeat("w1", now=timezone.now())
+    sweep = next(job for job in PERIODIC_JOBS if job.name == "recompute stale truth slots")
+    enqueue_periodic(sweep, now=timezone.now())
+    run_queued_tasks()
+    page = as_steward.get(reverse("health")).content.decode()
+    assert 'id="periodic-jobs"' in page
+    for job in PERIODIC_JOBS:
+        assert job.name.capitalize() in page
+    assert '<span class="badge status-admitted">successful</span>' in page
+    assert page.count("<p>No run yet.</p>") == len(PERIODIC_JOBS) - 1
+
+
+def test_the_page_shows_the_last_doctor_run_and_how_to_run_it(as_steward):
+    page = as_steward.get(reverse("health")).content.decode()
+    assert "The doctor has not run yet." in page and "manage.py doctor" in page
+    DoctorRun.objects.create(
+        started_at=timezone.now() - timedelta(minutes=10),
+        finished_at=timezone.now(),
+        violations=[
+            {
+                "check": "stale-heartbeat",
+                "what": "worker w9 has not beaten for 600 s",
+                "ids": ["w9"],
+                "todo": "Restart it.",
+            }
+        ],
+    )
+    page = as_steward.get(reverse("health")).content.decode()
+    assert '<span class="badge status-rejected">1 violation</span>' in page
+    assert ">Worker w9 has not beaten for 600 s.</td>" in page
+    assert "<code>w9</code>" in page and ">Restart it.</td>" in page
+    DoctorRun.objects.create(started_at=timezone.now(), finished_at=timezone.now())
+    page = as_steward.get(reverse("health")).content.decode()
+    assert '<span class="badge status-admitted">no violations</span>' in page

@@ -5,12 +5,14 @@ read, rolled back to a savepoint, then folded and flushed set-wise: facts,
 conflicts, members and audit entries must come out alike.
 """
 
+import itertools
 import json
 from datetime import timedelta
 from uuid import uuid4
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from memories.actions import assert_fact
@@ -195,10 +197,18 @@ def touched() -> list[tuple[int, int, int]]:
     return list(TouchedSlot.objects.values_list("scope_id", "subject_id", "predicate_id"))
 
 
+_drains = itertools.count()
+
+
 def drain_once() -> list[tuple[str, str]]:
-    """What a worker does: its scheduler enqueues the drain, the worker runs it."""
+    """What a worker does: its scheduler enqueues the drain, the worker runs it.
+
+    Each call is a period of its own (an hour after the last), as for a
+    worker's scheduler from one period to the next.
+    """
     job = next(job for job in PERIODIC_JOBS if job.task is recompute_touched_slots_task)
-    Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: 0.0).tick(0.0)
+    now = timezone.now() + timedelta(hours=next(_drains))
+    Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: 0.0).tick(0.0, now)
     run_queued_tasks()
     return task_statuses()
 

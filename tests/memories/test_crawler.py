@@ -234,9 +234,10 @@ def test_the_scheduler_runs_the_first_crawl_a_minute_after_it_starts():
     clock = [1_000.0]
     job = next(job for job in PERIODIC_JOBS if job.task is crawl_task)
     scheduler = Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: clock[0])
-    scheduler.tick(1_000.0)
+    started = timezone.now()
+    scheduler.tick(1_000.0, started)
     assert not DBTaskResult.objects.exists()
-    scheduler.tick(1_000.0 + job.first_after)
+    scheduler.tick(1_000.0 + job.first_after, started + timedelta(seconds=job.first_after))
     assert list(DBTaskResult.objects.values_list("task_path", flat=True)) == [
         "memories.crawler.crawl_task"
     ]

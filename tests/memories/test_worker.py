@@ -4,17 +4,19 @@ One test starts the real ``manage.py worker`` process against the test
 database; the others drive the same pieces in-process.
 """
 
+import math
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.tasks import TaskResultStatus
 from django.urls import reverse
 from django.utils import timezone
@@ -22,9 +24,12 @@ from django_tasks_db.models import DBTaskResult
 
 from memories.actions import assert_fact
 from memories.health import background_health
-from memories.models import CrawlerRun, Predicate, TruthSlot, WorkerHeartbeat
+from memories.models import CrawlerRun, PeriodicRun, Predicate, TruthSlot, WorkerHeartbeat
 from memories.tasks import (
+    KEEP_PERIODIC_RUNS,
     PeriodicJob,
+    enqueue_once,
+    enqueue_periodic,
     heartbeat,
     recompute_slot_task,
     record_heartbeat,
@@ -32,7 +37,8 @@ from memories.tasks import (
     sweep_stale_slots_task,
 )
 from memories.worker import Scheduler
-from tests.conftest import make_user
+from tests.conftest import at, make_user
+from tests.racing import race
 from tests.taskqueue import run_queued_tasks, task_statuses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +136,71 @@ def test_the_real_worker_runs_queued_work_beats_and_stops_cleanly(member):
     assert health.problems == ("the last worker (worker-under-test) stopped",)
 
 
+def start_worker(worker_id: str, **environment: str) -> subprocess.Popen:
+    """A real ``manage.py worker`` process on this test run's database."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "worker",
+            "--interval=0.1",
+            "--heartbeat-seconds=0.5",
+            "--no-startup-delay",
+            f"--worker-id={worker_id}",
+        ],
+        cwd=ROOT,
+        env=worker_environment() | environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_three_real_workers_enqueue_a_periodic_job_once_per_period():
+    # The stale-slot sweep, every second: on an empty store a run takes a few
+    # milliseconds, so each period's run is done long before the next starts
+    # (a run still waiting would make the next period skip, not double).
+    names = [f"racer-{n}" for n in range(3)]
+    workers = [start_worker(name, CLAIMGRAPH_STALE_SWEEP_SECONDS="1") for name in names]
+    try:
+        wait_for(
+            lambda: WorkerHeartbeat.objects.filter(worker_id__in=names).count() == 3,
+            timeout=30,
+            what="the three workers' first heartbeats",
+        )
+        all_running = time.time()
+        time.sleep(6.5)
+        stopping = time.time()
+    finally:
+        for process in workers:
+            process.send_signal(signal.SIGTERM)
+        outputs = [process.communicate(timeout=15)[0] for process in workers]
+    assert [process.returncode for process in workers] == [0, 0, 0], outputs
+
+    enqueued = DBTaskResult.objects.filter(task_path=sweep_stale_slots_task.module_path)
+    per_second = Counter(
+        int(at.timestamp()) for at in enqueued.values_list("enqueued_at", flat=True)
+    )
+    # Every whole period in which all three workers were running has one run,
+    # enqueued in it. (The first worker's first run is enqueued as it starts,
+    # mid-period, and may land in the next second: outside this window.)
+    periods = range(math.ceil(all_running), math.floor(stopping))
+    assert len(periods) >= 5
+    assert {period: per_second[period] for period in periods} == dict.fromkeys(periods, 1)
+    # Over the whole run, each task is one period's claim and each claim has its task.
+    runs = dict(
+        PeriodicRun.objects.filter(job="recompute stale truth slots").values_list(
+            "period_start", "task_result_id"
+        )
+    )
+    assert sorted(str(task_id) for task_id in runs.values()) == sorted(
+        str(task_id) for task_id in enqueued.values_list("id", flat=True)
+    )
+    assert {int(start.timestamp()) for start in runs} >= set(periods)
+    assert all(start.microsecond == 0 for start in runs)
+
+
 @pytest.mark.django_db
 def test_a_silent_worker_is_unhealthy_once_its_heartbeat_is_stale(settings):
     settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = 60
@@ -206,25 +277,132 @@ def test_the_admin_retries_failed_tasks(client):
 
 
 @pytest.mark.django_db
-def test_the_scheduler_beats_and_enqueues_periodic_jobs_when_due():
-    clock = [100.0]
+def test_the_scheduler_beats_and_enqueues_each_job_at_the_start_of_its_periods():
+    started = at("2026-12-01 10:00:30")  # half-way through a one-minute period
     job = PeriodicJob("sweep", sweep_stale_slots_task, lambda: 60.0)
-    scheduler = Scheduler(worker_id="w1", heartbeat_seconds=15, jobs=[job], clock=lambda: clock[0])
+    scheduler = Scheduler(
+        worker_id="w1",
+        heartbeat_seconds=15,
+        jobs=[job],
+        clock=lambda: 100.0,
+        wall_clock=lambda: started,
+    )
 
-    scheduler.tick(100.0)
+    def tick(seconds: float) -> None:
+        scheduler.tick(100.0 + seconds, started + timedelta(seconds=seconds))
+
+    tick(0)  # the period of 10:00
     first_beat = WorkerHeartbeat.objects.get(worker_id="w1").beat_at
     assert task_statuses() == [("sweep_stale_slots_task", "READY")]
 
-    scheduler.tick(110.0)  # nothing is due yet
+    tick(10)  # nothing is due yet
     assert WorkerHeartbeat.objects.get(worker_id="w1").beat_at == first_beat
-    scheduler.tick(116.0)  # a heartbeat is
+    tick(16)  # a heartbeat is
     assert WorkerHeartbeat.objects.get(worker_id="w1").beat_at > first_beat
 
-    scheduler.tick(161.0)  # the sweep is due, but its last run still waits in the queue
-    assert task_statuses() == [("sweep_stale_slots_task", "READY")]
     run_queued_tasks()
-    scheduler.tick(222.0)
-    assert task_statuses() == [
-        ("sweep_stale_slots_task", "SUCCESSFUL"),
-        ("sweep_stale_slots_task", "READY"),
+    tick(29.9)  # still the period of 10:00, which has its run
+    assert task_statuses() == [("sweep_stale_slots_task", "SUCCESSFUL")]
+    tick(30)  # 10:01, a minute after the last period started, not after this worker did
+    assert task_statuses()[-1] == ("sweep_stale_slots_task", "READY")
+
+    tick(90)  # 10:02 is due, but the run of 10:01 still waits: no second copy
+    assert len(task_statuses()) == 2
+    run_queued_tasks()
+    tick(150)
+    assert list(PeriodicRun.objects.filter(job="sweep").values_list("period_start", flat=True)) == [
+        at("2026-12-01 10:03"),
+        at("2026-12-01 10:01"),
+        at("2026-12-01 10:00"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("moment", "every", "start"),
+    [
+        ("2026-12-01 10:00:30", 60.0, "2026-12-01 10:00:00"),
+        ("2026-12-01 10:00:00", 60.0, "2026-12-01 10:00:00"),
+        ("2026-12-01 10:59:59.999999", 3600.0, "2026-12-01 10:00:00"),
+        ("2026-12-01 10:00:00.74", 0.5, "2026-12-01 10:00:00.5"),
+        ("2026-12-01 10:00:01.3", 0.3, "2026-12-01 10:00:01.2"),
+    ],
+)
+def test_a_period_is_a_multiple_of_its_length_since_the_epoch(moment, every, start):
+    job = PeriodicJob("job", sweep_stale_slots_task, lambda: every)
+    assert job.period_start(at(moment)) == at(start)
+    assert job.seconds_to_next_period(at(moment)) == pytest.approx(
+        (at(start) - at(moment)).total_seconds() + every
+    )
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_workers_racing_for_one_period_enqueue_one_run():
+    job = PeriodicJob("sweep", sweep_stale_slots_task, lambda: 60.0)
+    now = timezone.now()
+    enqueued = race(lambda _: enqueue_periodic(job, now=now), range(8))
+    assert sum(result is not None for result in enqueued) == 1
+    assert task_statuses() == [("sweep_stale_slots_task", "READY")]
+    (run,) = PeriodicRun.objects.all()
+    assert (run.job, run.period_start) == ("sweep", job.period_start(now))
+    assert str(run.task_result_id) == next(r.id for r in enqueued if r is not None)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_identical_enqueues_racing_leave_one_waiting_task():
+    def enqueue(_):
+        # Inside a transaction that goes on a while after the enqueue, as a
+        # task's own would: the others must wait for it to commit, not miss it.
+        with transaction.atomic():
+            result = enqueue_once(sweep_stale_slots_task, predicate_id=7)
+            time.sleep(0.2)
+        return result
+
+    enqueued = race(enqueue, range(8))
+    assert sum(result is not None for result in enqueued) == 1
+    assert task_statuses() == [("sweep_stale_slots_task", "READY")]
+    # Other arguments are another call.
+    assert enqueue_once(sweep_stale_slots_task, predicate_id=8) is not None
+
+
+@pytest.mark.django_db
+def test_a_period_claimed_by_a_rolled_back_transaction_is_free_again():
+    job = PeriodicJob("sweep", sweep_stale_slots_task, lambda: 60.0)
+    now = timezone.now()
+
+    class RolledBack(Exception):
+        pass
+
+    with pytest.raises(RolledBack), transaction.atomic():
+        assert enqueue_periodic(job, now=now) is not None
+        raise RolledBack
+    assert not PeriodicRun.objects.exists() and not DBTaskResult.objects.exists()
+    assert enqueue_periodic(job, now=now) is not None
+    assert PeriodicRun.objects.get().task_result_id is not None
+
+
+@pytest.mark.django_db
+def test_only_a_jobs_latest_runs_are_kept():
+    job = PeriodicJob("often", sweep_stale_slots_task, lambda: 0.5)
+    other = PeriodicJob("other", heartbeat, lambda: 0.5)
+    start = at("2026-12-01 10:00")
+    enqueue_periodic(other, now=start)
+    for period in range(KEEP_PERIODIC_RUNS + 5):
+        assert enqueue_periodic(job, now=start + timedelta(seconds=period * 0.5)) is not None
+        run_queued_tasks()
+    kept = PeriodicRun.objects.filter(job="often").values_list("period_start", flat=True)
+    assert len(kept) == KEEP_PERIODIC_RUNS
+    assert min(kept) == start + timedelta(seconds=5 * 0.5)
+    assert PeriodicRun.objects.filter(job="other").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_pruned_task_result_leaves_its_period_claimed():
+    job = PeriodicJob("sweep", sweep_stale_slots_task, lambda: 60.0)
+    now = timezone.now()
+    enqueued = enqueue_periodic(job, now=now)
+    run_queued_tasks()
+    DBTaskResult.objects.filter(pk=enqueued.id).delete()  # as django-tasks-db's prune does
+    assert PeriodicRun.objects.get().task_result_id is None
+    assert enqueue_periodic(job, now=now) is None
+    (state,) = background_health(jobs=[job]).periodic_jobs
+    assert [(run.task_id, run.status) for run in state.runs] == [(None, None)]

@@ -1,8 +1,11 @@
 """``worker [--interval S] [--heartbeat-seconds S] [--queue-name Q] [--worker-id ID]``.
 
 The background worker (SPEC §7, §12): runs queued tasks and, beside them,
-records its heartbeat and enqueues the periodic jobs (``memories.worker``).
-Stops after the running task on SIGTERM or SIGINT.
+records its heartbeat and enqueues the periodic jobs of the whole domain
+(``admissions.worker``; the loop and the scheduler are ``memories.worker``'s).
+A command of this app, the top of the domain, since one of those jobs is
+the doctor, which reads the admission state. Stops after the running task
+on SIGTERM or SIGINT.
 """
 
 import logging
@@ -11,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.crypto import get_random_string
 
+from admissions.worker import PERIODIC_JOBS
 from memories.worker import run_worker
 
 
@@ -23,8 +27,9 @@ def positive_seconds(text: str) -> float:
 
 class Command(BaseCommand):
     help = (
-        "Run queued background tasks (truth maintenance, and later the crawler and judge), "
-        "record this worker's heartbeat and enqueue the periodic jobs. Stops on SIGTERM/SIGINT."
+        "Run queued background tasks (truth maintenance, the crawler, the adjudicator, the "
+        "doctor), record this worker's heartbeat and enqueue the periodic jobs. Stops on "
+        "SIGTERM/SIGINT."
     )
 
     def add_arguments(self, parser) -> None:
@@ -86,5 +91,6 @@ class Command(BaseCommand):
             interval=interval,
             queue_names=[name.strip() for name in queue_name.split(",") if name.strip()],
             startup_delay=startup_delay,
+            jobs=PERIODIC_JOBS,
         )
         self.stdout.write(f"worker {worker_id} stopped")
