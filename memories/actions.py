@@ -129,28 +129,28 @@ def _pipelined() -> Iterator[None]:
 def _open_slot(
     actor: User, assertion: Assertion, vocab: LoadedVocabulary
 ) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
-    """Authorize, find the subject, lock its slot and read it: one round trip when it can.
+    """Authorize, find or create the subject, lock its slot and read it: one round trip.
 
-    The common case of every assertion — a member writing about a subject
-    known by its name — is one call of the SQL function
-    ``claimgraph_open_slot`` (memories/sql/slots.sql): the scope joined to the
-    caller's membership (nothing comes back for a caller who may not write),
-    the subject by its key, the slot's advisory lock, and then, in a statement
-    of its own whose snapshot follows the lock, the slot's facts that can
-    matter.
+    One call of the SQL function ``claimgraph_open_slot``
+    (memories/sql/slots.sql): the scope joined to the caller's membership
+    (nothing comes back for a caller who may not write), the subject by name
+    or alias or else created (``claimgraph_entity``), the slot's advisory
+    lock, and then, in a statement of its own whose snapshot follows the
+    lock, the slot's facts that can matter.
 
-    Returns the scope, the subject when found by name (else None: the caller
-    resolves it by alias or creates it), and the standing facts when the slot
-    was locked and read (else None: the caller locks and reads). A steward
-    who is not a member goes through ``writable_scope``.
+    Returns the scope, the subject, and the standing facts when the slot was
+    locked and read (else None: a subject merged into another, whose slot the
+    caller locks and reads). A steward who is not a member goes through
+    ``writable_scope`` (the subject is then None).
     """
     literal = assertion.object_kind == ObjectKind.LITERAL
     with hot_cursor() as cursor:
         cursor.execute(
-            "SELECT * FROM claimgraph_open_slot(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "SELECT * FROM claimgraph_open_slot(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 actor.pk,
                 assertion.scope,
+                assertion.subject.strip(),
                 value_key(assertion.subject),
                 vocab.spec.slot_name(assertion.predicate),
                 *_slot_read_arguments(
@@ -329,8 +329,9 @@ def _standing_facts(
 ) -> list[StandingFact]:
     """Lock the slot, then read its facts that can matter (see ``decisions.decide``).
 
-    The longer way, when ``_open_slot`` could not: a subject found by alias,
-    created, or merged into another, or an entity object. PostgreSQL takes the
+    The longer way, when ``_open_slot`` could not: a subject merged into
+    another, an entity object, or a steward writing a scope they are not a
+    member of. PostgreSQL takes the
     read's snapshot when the read starts, after the lock is granted, so it
     sees what the previous holder of the lock committed.
     """

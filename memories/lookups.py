@@ -92,36 +92,17 @@ def find_entity(scope: Scope, name: str) -> Entity | None:
 
 
 def _find_entity(scope: Scope, key: str) -> Entity | None:
-    # An exact name wins over an alias, so the lookup is deterministic when
-    # one entity's name is another's alias. An entity a steward merged into
-    # another answers as that other one (memories/sql/merges.sql); following the
-    # merge costs a second query only while a merge of it is in force.
-    # Raw SQL because this runs on every assertion: by key through the unique
-    # index, and by alias through the GIN index only when the key finds nothing.
-    select = f"SELECT {_ENTITY_COLUMNS} FROM {Entity._meta.db_table} e"
     with hot_cursor() as cursor:
-        cursor.execute(
-            select + " WHERE e.scope_id = %s AND e.key = %s", [scope.pk, key], prepare=True
-        )
+        cursor.execute(_ENTITY_SQL, [scope.pk, None, key, False], prepare=True)
         row = cursor.fetchone()
-        if row is None:
-            cursor.execute(
-                select
-                + " WHERE e.scope_id = %s AND e.alias_keys @> ARRAY[%s]::varchar[]"
-                + " ORDER BY e.id LIMIT 1",
-                [scope.pk, key],
-                prepare=True,
-            )
-            row = cursor.fetchone()
     return entity_from_row(row)
 
 
-# The columns of an entity row ``e``, and the entity it is merged into while
-# a steward's merge of it is in force (memories/sql/merges.sql), or NULL.
-_ENTITY_COLUMNS = """
-    e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-    (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
-"""
+# By key, else by alias, else (when asked) created: the rule's one statement,
+# in memories/sql/slots.sql. An entity a steward merged into another answers
+# as that other one (memories/sql/merges.sql): following the merge costs a
+# second query only while a merge of it is in force.
+_ENTITY_SQL = "SELECT * FROM claimgraph_entity(%s, %s, %s, %s)"
 
 
 def entity_from_row(row: Sequence[Any] | None) -> Entity | None:
@@ -141,23 +122,10 @@ def get_or_create_entity(scope: Scope, name: str) -> Entity:
     inserting the same key and then yields to it, so sixteen writers naming a
     new entity at once end with one row.
     """
-    key = value_key(name)
-    found = _find_entity(scope, key)
-    if found is not None:
-        return found
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""
-            INSERT INTO {Entity._meta.db_table}
-                (scope_id, name, key, type, aliases, alias_keys, created_at)
-            VALUES (%s, %s, %s, '', '{{}}', '{{}}', now())
-            ON CONFLICT (scope_id, key) DO NOTHING
-            """,
-            [scope.pk, name.strip(), key],
-        )
-    # Through the lookup, not a plain get: the row we yielded to may have
-    # been merged into another entity since.
-    found = _find_entity(scope, key)
+    with hot_cursor() as cursor:
+        cursor.execute(_ENTITY_SQL, [scope.pk, name.strip(), value_key(name), True], prepare=True)
+        row = cursor.fetchone()
+    found = entity_from_row(row)
     assert found is not None, "an entity row, once inserted, is never deleted"
     return found
 

@@ -101,7 +101,9 @@ class Entity(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["scope", "key"], name="entity_unique_key_in_scope"),
         ]
-        indexes = [GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin")]
+        # fastupdate off: a pending list would make every lookup by alias scan
+        # each entity added since the last vacuum (one per new subject).
+        indexes = [GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin", fastupdate=False)]
 
     def __str__(self) -> str:
         return self.name

@@ -68,12 +68,6 @@ CROSSES_SCOPES: dict[Key, str] = {
 # path's, the reads' or the crawler's files, or wait for a schema change
 # (ConflictMember and Outcome.facts carry no scope_id yet; Django joins a
 # foreign key on the id alone): docs/scale-out.md, "The migration path".
-OPEN_SLOT_BY_NAME = (
-    "memories/sql/slots.sql claimgraph_open_slot (write path): the scope is found by name and "
-    "the subject by e.scope_id = s.id, so no value ties memories_entity. Fix: resolve the scope "
-    "name to its id in Python first (a per-process map like the vocabulary's) and pass "
-    "p_scope_id: WHERE s.id = p_scope_id AND e.scope_id = p_scope_id"
-)
 WRITE_BY_ID = (
     "memories/apply.py (write path): _REINFORCE and _CLOSE update memories_fact WHERE id = %s, "
     "CloseConflict updates memories_conflict by pk, _close_moot prefetches members__fact by "
@@ -116,23 +110,14 @@ KNOWN_UNFILTERED: dict[Key, str] = {
     ): MEMBER_HAS_NO_SCOPE,
     ("GET /facts/{id}", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("GET /truth", "client", "select", "memories_entity"): ENTITY_BY_ID,
-    ("POST /facts", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
-    ("assert", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
     ("assert", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     ("assert", "client", "select", "memories_conflictmember"): MEMBER_HAS_NO_SCOPE,
     ("assert", "client", "select", "memories_fact"): f"{WRITE_BY_ID}; and {MEMBER_HAS_NO_SCOPE}",
     ("assert", "client", "update", "memories_conflict"): WRITE_BY_ID,
     ("assert", "client", "update", "memories_fact"): WRITE_BY_ID,
-    (
-        "assert merged subject",
-        "claimgraph_open_slot",
-        "select",
-        "memories_entity",
-    ): OPEN_SLOT_BY_NAME,
     ("assert merged subject", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("assert merged subject", "client", "select", "memories_fact"): WRITE_BY_ID,
     ("assert merged subject", "client", "update", "memories_fact"): WRITE_BY_ID,
-    ("assert new subject", "claimgraph_open_slot", "select", "memories_entity"): OPEN_SLOT_BY_NAME,
     ("conflicts, global steward", "client", "select", "memories_conflict"): MEMBER_HAS_NO_SCOPE,
     (
         "conflicts, global steward",

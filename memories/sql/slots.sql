@@ -54,16 +54,76 @@ CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
 $$;
 
 
--- Opening a slot in one round trip, for the common case of every assertion
--- (memories.actions._open_slot): authorize the writer, find the subject by
--- its key, take the slot's lock, then read the slot's facts that can matter.
--- Inside a VOLATILE PL/pgSQL function each statement takes a fresh snapshot,
--- so the read that follows the lock sees everything the previous holder of
--- the lock committed, exactly as two separate statements would.
+-- An entity of a scope by its key, else by an alias (the earliest such
+-- entity), else -- with p_create -- a new one named p_name: "looked up by
+-- name or alias, created on first mention" (SPEC §1), the one statement of
+-- it, for the write path (claimgraph_open_slot below) and every other caller
+-- (memories.lookups). An exact name wins over an alias, so the answer is
+-- deterministic when one entity's name is another's alias. merged_into is
+-- the entity it answers as while a steward's merge of it is in force.
+-- ON CONFLICT DO NOTHING waits for a concurrent writer inserting the same key
+-- and yields to it; the SELECT after it, in a snapshot of its own, sees that
+-- writer's row, so concurrent first mentions end with one entity.
+DROP FUNCTION IF EXISTS claimgraph_entity(bigint, text, text, boolean);
+CREATE FUNCTION claimgraph_entity(
+    p_scope_id bigint, p_name text, p_key text, p_create boolean
+) RETURNS TABLE (
+    id bigint, scope_id bigint, name varchar, key varchar, type varchar,
+    aliases varchar[], alias_keys varchar[], created_at timestamptz, merged_into bigint
+) LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN QUERY
+        SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+               (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
+          FROM memories_entity e
+         WHERE e.scope_id = p_scope_id AND e.key = p_key;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    -- MATERIALIZED: with the LIMIT pulled into it, PostgreSQL would walk the
+    -- primary key in id order through every entity when no alias matches
+    -- (the usual case: a new subject) instead of asking the alias index.
+    RETURN QUERY
+        WITH named AS MATERIALIZED (
+            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+                   e.created_at
+              FROM memories_entity e
+             WHERE e.scope_id = p_scope_id AND e.alias_keys @> ARRAY[p_key]::varchar[]
+        )
+        SELECT n.id, n.scope_id, n.name, n.key, n.type, n.aliases, n.alias_keys, n.created_at,
+               (SELECT m.into_id FROM claimgraph_merge_in_force(n.scope_id, n.id) AS m)
+          FROM named n
+         ORDER BY n.id
+         LIMIT 1;
+    IF FOUND OR NOT p_create THEN
+        RETURN;
+    END IF;
+    INSERT INTO memories_entity AS e (scope_id, name, key, type, aliases, alias_keys, created_at)
+         VALUES (p_scope_id, p_name, p_key, '', '{}', '{}', now())
+    ON CONFLICT ON CONSTRAINT entity_unique_key_in_scope DO NOTHING;
+    RETURN QUERY
+        SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+               (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
+          FROM memories_entity e
+         WHERE e.scope_id = p_scope_id AND e.key = p_key;
+END
+$$;
+
+
+-- Opening a slot in one round trip, for every assertion
+-- (memories.actions._open_slot): authorize the writer, find the subject
+-- (creating it on first mention), take the slot's lock, then read the slot's
+-- facts that can matter. Inside a VOLATILE PL/pgSQL function each statement
+-- takes a fresh snapshot, so the read that follows the lock sees everything
+-- the previous holder of the lock committed, exactly as separate statements
+-- would. A subject merged into another comes back with merged_into set and
+-- no lock taken: its slot is the other entity's, which the caller locks.
+DROP FUNCTION IF EXISTS claimgraph_open_slot(
+    bigint, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
 CREATE OR REPLACE FUNCTION claimgraph_open_slot(
-    p_user_id bigint, p_scope_name text, p_subject_key text, p_slot_name text,
-    p_bucket text, p_author_id bigint, p_predicate_id bigint, p_object_kind text,
-    p_object_key text, p_all_values boolean, p_group_ids bigint[]
+    p_user_id bigint, p_scope_name text, p_subject_name text, p_subject_key text,
+    p_slot_name text, p_bucket text, p_author_id bigint, p_predicate_id bigint,
+    p_object_kind text, p_object_key text, p_all_values boolean, p_group_ids bigint[]
 ) RETURNS TABLE (
     scope_id bigint, scope_name varchar, scope_description text, scope_created_at timestamptz,
     entity_id bigint, entity_scope_id bigint, entity_name varchar, entity_key varchar,
@@ -75,22 +135,20 @@ BEGIN
     -- for anyone else, and the caller then asks memories.lookups.writable_scope,
     -- the whole rule (a member, or a steward of the scope who is not one).
     -- This is not who may READ a fact: that is Fact.objects.readable_by.
-    SELECT s.id, s.name, s.description, s.created_at,
-           e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-           (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
-      INTO scope_id, scope_name, scope_description, scope_created_at,
-           entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
-           entity_alias_keys, entity_created_at, merged_into
+    SELECT s.id, s.name, s.description, s.created_at
+      INTO scope_id, scope_name, scope_description, scope_created_at
       FROM memories_scope s
       JOIN memories_scope_members sm ON sm.scope_id = s.id AND sm.user_id = p_user_id
-      LEFT JOIN memories_entity e ON e.scope_id = s.id AND e.key = p_subject_key
      WHERE s.name = p_scope_name;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    -- Lock and read only for a subject known by its own name: a merged one is
-    -- locked under the entity it was merged into, by the caller.
-    IF entity_id IS NOT NULL AND merged_into IS NULL THEN
+    SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
+           e.merged_into
+      INTO entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
+           entity_alias_keys, entity_created_at, merged_into
+      FROM claimgraph_entity(scope_id, p_subject_name, p_subject_key, true) AS e;
+    IF merged_into IS NULL THEN
         PERFORM pg_advisory_xact_lock(claimgraph_slot_lock_id(scope_id, entity_id, p_slot_name));
         IF p_object_key IS NOT NULL THEN
             SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) INTO standing
