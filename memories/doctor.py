@@ -332,8 +332,9 @@ def stuck_tasks(now: datetime, limit: int) -> list[Violation]:
                 STUCK_TASK,
                 f"task {pk} ({task_path}) has been running for {minutes:.0f} minutes: {why}",
                 (str(pk),),
-                "If its worker is gone, the task will never finish: mark it failed in the admin "
-                "(Task results: 'Mark the selected running tasks failed'), then retry it there. "
+                "If its worker is gone, a live worker marks the task failed and enqueues it again "
+                "within one and a half stale periods; with no worker running, mark it failed in "
+                "the admin (Task results: 'Mark the selected running tasks failed') and retry it. "
                 "If the worker is alive, look at what the task is waiting for.",
             )
         )
@@ -357,7 +358,8 @@ def stale_heartbeats(now: datetime, limit: int) -> list[Violation]:
             "and did not stop",
             (beat.worker_id,),
             "If it still runs, its scheduler is stuck: restart it. If it is gone (killed, its "
-            "machine lost), mark it stopped in the admin (Worker heartbeats: 'Mark the "
+            "machine lost), any live worker marks it stopped within half a stale period; with "
+            "none running, mark it stopped in the admin (Worker heartbeats: 'Mark the "
             "selected workers stopped').",
         )
         for beat in silent

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Subquery
 from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus, task
@@ -270,8 +271,7 @@ class PeriodicJob:
 
     def seconds_to_next_period(self, now: datetime) -> float:
         """How long from ``now`` until the next period starts."""
-        every = self.every()
-        return (period_start(now, every) - now).total_seconds() + every
+        return seconds_to_next_period(now, self.every())
 
 
 def period_start(now: datetime, every: float) -> datetime:
@@ -283,6 +283,11 @@ def period_start(now: datetime, every: float) -> datetime:
     step = max(1, round(every * 1_000_000))
     elapsed = (now - EPOCH) // timedelta(microseconds=1)
     return EPOCH + timedelta(microseconds=elapsed - elapsed % step)
+
+
+def seconds_to_next_period(now: datetime, every: float) -> float:
+    """How long from ``now`` until the next period of ``every`` seconds starts."""
+    return (period_start(now, every) - now).total_seconds() + every
 
 
 def enqueue_periodic(job: PeriodicJob, *, now: datetime) -> TaskResult | None:
@@ -311,15 +316,24 @@ def enqueue_periodic(job: PeriodicJob, *, now: datetime) -> TaskResult | None:
     if busy.exists():
         return None
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(_CLAIM_PERIOD_SQL, [job.name, job.period_start(now), now])
-            claimed = cursor.fetchone()
+        claimed = _claim_period(job.name, job.period_start(now), now)
         if claimed is None:  # another worker's run of this period committed first
             return None
         result = job.task.enqueue()
-        PeriodicRun.objects.filter(pk=claimed[0]).update(task_result_id=result.id)
+        PeriodicRun.objects.filter(pk=claimed).update(task_result_id=result.id)
         _forget_old_runs(job.name)
     return result
+
+
+def _claim_period(job: str, start: datetime, now: datetime) -> int | None:
+    """The new ``PeriodicRun`` of ``job`` for the period at ``start``, or None if it has one.
+
+    Inside the caller's transaction: the claim stands only if it commits.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM_PERIOD_SQL, [job, start, now])
+        claimed = cursor.fetchone()
+    return None if claimed is None else claimed[0]
 
 
 _CLAIM_PERIOD_SQL = (
@@ -389,7 +403,12 @@ class WorkerLost(Exception):
     """The worker running a task went away before the task finished."""
 
 
-def fail_abandoned(task_result_ids: Iterable[str], *, now: datetime) -> int:
+def fail_abandoned(
+    task_result_ids: Iterable[str],
+    *,
+    now: datetime,
+    why: str = "Marked failed from the admin: its worker stopped before it finished.",
+) -> int:
     """Mark these tasks failed if they are still running: their worker is gone. How many.
 
     django-tasks-db never takes a running task back, so one whose worker
@@ -405,8 +424,72 @@ def fail_abandoned(task_result_ids: Iterable[str], *, now: datetime) -> int:
         finished_at=now,
         return_value=None,
         exception_class_path=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
-        traceback="Marked failed from the admin: its worker stopped before it finished.\n",
+        traceback=f"{why}\n",
     )
+
+
+# The PeriodicRun job name of the reclaiming below (it enqueues no task).
+RECLAIM_JOB = "reclaim lost workers"
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    workers: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    retried: tuple[str, ...] = ()
+
+
+def reclaim_lost_workers(*, now: datetime, every: float) -> Reclaimed:
+    """Take back what workers that stopped beating left: once per period of ``every`` seconds.
+
+    Every live worker's scheduler calls this; the period's ``PeriodicRun``
+    row (``RECLAIM_JOB``) lets one of them in, as for the periodic jobs. It
+    runs in the scheduler itself rather than as a task, since a task could
+    be the very thing a lost worker left running. A worker is lost when it
+    did not stop and has not beaten for ``CLAIMGRAPH_HEARTBEAT_STALE_SECONDS``:
+    it is marked stopped (a worker that was only late clears that with its
+    next heartbeat), the tasks it was running are marked failed
+    (``WorkerLost``), and those that were not a periodic job's run are
+    enqueued again: every task here recomputes from the records, so a
+    second run is harmless, and a periodic job runs again next period.
+    """
+    stale_after = timedelta(seconds=settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS)
+    with transaction.atomic():
+        if _claim_period(RECLAIM_JOB, period_start(now, every), now) is None:
+            return Reclaimed()
+        _forget_old_runs(RECLAIM_JOB)
+        lost = tuple(
+            WorkerHeartbeat.objects.select_for_update(skip_locked=True)
+            .filter(stopped_at__isnull=True, beat_at__lt=now - stale_after)
+            .values_list("worker_id", flat=True)
+        )
+        if not lost:
+            return Reclaimed()
+        WorkerHeartbeat.objects.filter(worker_id__in=lost).update(stopped_at=now)
+        left = tuple(
+            str(pk)
+            for pk, worker_ids in DBTaskResult.objects.filter(
+                status=TaskResultStatus.RUNNING
+            ).values_list("pk", "worker_ids")
+            if worker_ids and worker_ids[-1] in lost
+        )
+        fail_abandoned(left, now=now, why="Its worker stopped beating before it finished.")
+        periodic = {
+            str(pk)
+            for pk in PeriodicRun.objects.filter(task_result_id__in=left).values_list(
+                "task_result_id", flat=True
+            )
+        }
+        retried = tuple(pk for pk in left if pk not in periodic)
+        for pk in retried:
+            retry_failed(pk)
+    logger.warning(
+        "workers %s stopped beating: marked stopped; %d task(s) failed, %d enqueued again",
+        ", ".join(lost),
+        len(left),
+        len(retried),
+    )
+    return Reclaimed(workers=lost, failed=left, retried=retried)
 
 
 def retry_failed(task_result_id: str) -> TaskResult:

@@ -8,6 +8,7 @@ number of workers on any number of machines share one queue) and a
 - records this worker's heartbeat every ``CLAIMGRAPH_HEARTBEAT_SECONDS``,
   from its own thread so that a long task does not make a live worker look
   dead (the queue's age, in ``memories.health``, says when work waits);
+- takes back what lost workers left (``memories.tasks.reclaim_lost_workers``);
 - enqueues its periodic jobs when due: each at the start of each of its
   periods, which are fixed on the clock, so every worker's scheduler wakes
   for a period at the same instant and the database lets one of them
@@ -39,9 +40,11 @@ from memories.crawler import crawl_task
 from memories.tasks import (
     PeriodicJob,
     enqueue_periodic,
+    reclaim_lost_workers,
     recompute_touched_slots_task,
     record_heartbeat,
     record_worker_stopped,
+    seconds_to_next_period,
     slots_touched,
     sweep_stale_slots_task,
 )
@@ -110,12 +113,16 @@ class Scheduler:
         # not wait a whole period before its first sweep.
         started = clock()
         self._next_run = {job.name: started + job.first_after for job in self.jobs}
+        self._next_reclaim = started
         self._stopping = threading.Event()
 
     def tick(self, at: float, now: datetime) -> None:
         if at >= self._next_beat:
             record_heartbeat(self.worker_id, now=now, started_at=self.started_at)
             self._next_beat = at + self.heartbeat_seconds
+        if at >= self._next_reclaim:
+            reclaim_lost_workers(now=now, every=self._reclaim_every())
+            self._next_reclaim = at + seconds_to_next_period(now, self._reclaim_every())
         for job in self.jobs:
             if at >= self._next_run[job.name]:
                 enqueue_periodic(job, now=now)
@@ -144,8 +151,14 @@ class Scheduler:
     def stop(self) -> None:
         self._stopping.set()
 
+    @staticmethod
+    def _reclaim_every() -> float:
+        # Twice per staleness: a lost worker is reclaimed at most one and a
+        # half staleness periods after its last heartbeat.
+        return settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS / 2
+
     def _wait(self) -> float:
-        upcoming = [self._next_beat, *self._next_run.values()]
+        upcoming = [self._next_beat, self._next_reclaim, *self._next_run.values()]
         return max(0.05, min(upcoming) - self.clock())
 
 

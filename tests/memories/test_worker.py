@@ -406,3 +406,54 @@ def test_a_pruned_task_result_leaves_its_period_claimed():
     assert enqueue_periodic(job, now=now) is None
     (state,) = background_health(jobs=[job]).periodic_jobs
     assert [(run.task_id, run.status) for run in state.runs] == [(None, None)]
+
+
+@pytest.mark.django_db
+def test_a_live_workers_scheduler_takes_back_what_a_lost_worker_left(settings):
+    settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = 60
+    now = at("2026-12-01 10:00:10")
+    # A worker killed while it ran two tasks: a periodic job's run and a
+    # recomputation that a write asked for.
+    record_heartbeat("lost", now=now - timedelta(seconds=61))
+    job = PeriodicJob("sweep", sweep_stale_slots_task, lambda: 3600.0)
+    periodic = enqueue_periodic(job, now=now - timedelta(seconds=70))
+    predicate = Predicate.objects.get(name="core/uses")
+    asked = recompute_slot_task.enqueue(scope_id=1, subject_id=2, predicate_id=predicate.pk)
+    for task_result in DBTaskResult.objects.all():
+        task_result.claim("lost")
+    record_heartbeat("alive", now=now)
+    assert enqueue_periodic(job, now=now + timedelta(seconds=3600)) is None  # the job is stuck
+
+    schedulers = [
+        Scheduler(worker_id=name, heartbeat_seconds=15, jobs=[], wall_clock=lambda: now)
+        for name in ("alive", "also-alive")
+    ]
+    for scheduler in schedulers:  # both in one period: one of them takes back
+        scheduler.tick(scheduler.clock(), now)
+
+    assert WorkerHeartbeat.objects.get(worker_id="lost").stopped_at == now
+    assert WorkerHeartbeat.objects.get(worker_id="alive").stopped_at is None
+    left = DBTaskResult.objects.filter(pk__in=[periodic.id, asked.id])
+    assert set(left.values_list("status", flat=True)) == {TaskResultStatus.FAILED}
+    assert {row.exception_class_path for row in left} == {"memories.tasks.WorkerLost"}
+    # The write's recomputation runs again; the periodic run waits for its next period.
+    assert task_statuses() == [
+        ("sweep_stale_slots_task", "FAILED"),
+        ("recompute_slot_task", "FAILED"),
+        ("recompute_slot_task", "READY"),
+    ]
+    assert PeriodicRun.objects.filter(job="reclaim lost workers").count() == 1
+    assert enqueue_periodic(job, now=now + timedelta(seconds=3600)) is not None
+    assert background_health(now=now).healthy
+
+
+@pytest.mark.django_db
+def test_a_late_worker_that_beats_again_is_alive_again(settings):
+    settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS = 60
+    now = at("2026-12-01 10:00:10")
+    record_heartbeat("late", now=now - timedelta(seconds=90))
+    scheduler = Scheduler(worker_id="alive", heartbeat_seconds=15, jobs=[])
+    scheduler.tick(scheduler.clock(), now)
+    assert WorkerHeartbeat.objects.get(worker_id="late").stopped_at == now
+    record_heartbeat("late", now=now + timedelta(seconds=1))
+    assert WorkerHeartbeat.objects.get(worker_id="late").stopped_at is None
