@@ -13,9 +13,12 @@ import os
 
 wsgi_app = "claimgraph_site.asgi:application"
 worker_class = "uvicorn_worker.UvicornWorker"
-# Under ASGI Django runs its synchronous views (every view here) one at a time
-# in each worker's thread for sync code, so requests are served in parallel
-# by workers: two per core, as gunicorn's documentation suggests, plus one.
+# Under ASGI Django runs each request's synchronous view in a thread of that
+# request's own (a ThreadSensitiveContext per request; MCP's calls do the same,
+# api/mcp/http.py), so one worker serves many requests at once and a request
+# waiting on a lock holds up no other. Python runs one thread at a time per
+# process, though, so CPU work is spread over workers: two per core, as
+# gunicorn's documentation suggests, plus one.
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
 keepalive = 30
 # Time for a worker to finish what it is answering after SIGTERM.
