@@ -1,5 +1,6 @@
 """Settings come from the environment and fail loudly on values they cannot read."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -85,3 +86,13 @@ def test_production_settings_pass_the_deployment_checks():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_a_warning_of_django_reaches_one_handler():
+    """Django's default handlers are dropped: its records go to the root's handler alone."""
+    logger = logging.getLogger("django.request")
+    reached = []
+    while logger is not None:
+        reached += [h for h in logger.handlers if type(h) is logging.StreamHandler]
+        logger = logger.parent if logger.propagate else None
+    assert len(reached) == 1

@@ -129,6 +129,8 @@ def test_the_real_worker_runs_queued_work_beats_and_stops_cleanly(member):
 
     assert process.returncode == 0, output
     assert "worker worker-under-test stopped" in output
+    # Tasks that succeed are not printed at the default verbosity (-v 2 does).
+    assert "state=SUCCESSFUL" not in output, output
     stopped = WorkerHeartbeat.objects.get(worker_id="worker-under-test")
     assert stopped.stopped_at is not None
     health = background_health()

@@ -76,14 +76,18 @@ class Command(BaseCommand):
         worker_id = worker_id or get_random_string(32)
         if len(worker_id) > 64:
             raise CommandError("--worker-id must be at most 64 characters")
-        if verbosity >= 1:
-            # What db_worker prints: each task as it starts and ends.
-            for name in ("django_tasks_db", "django.tasks"):
-                logger = logging.getLogger(name)
-                logger.setLevel(logging.INFO if verbosity == 1 else logging.DEBUG)
-                if not logger.handlers:
-                    logger.addHandler(logging.StreamHandler(self.stdout))
-                    logger.propagate = False
+        # What db_worker prints: a task that fails at the default verbosity (a
+        # queue whose periodic jobs run every half second stays quiet while
+        # idle), each task as it starts and ends with -v 2, more with -v 3.
+        level = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}.get(
+            verbosity, logging.DEBUG
+        )
+        for name in ("django_tasks_db", "django.tasks"):
+            logger = logging.getLogger(name)
+            logger.setLevel(level)
+            if not logger.handlers:
+                logger.addHandler(logging.StreamHandler(self.stdout))
+                logger.propagate = False
         self.stdout.write(f"worker {worker_id} starting")
         run_worker(
             worker_id=worker_id,
