@@ -165,6 +165,13 @@ def run(options, designs: list[str]) -> None:
         for server in servers.values():
             server.wait_until_up()
         raw_script = write_raw_script(folder, world)
+        # A short unrecorded run of every side first: each server process
+        # imports and connects on its first requests, not at start.
+        pgbench(raw_script, world["pgbench_url"], options.clients, 2)
+        for name, server in servers.items():
+            for side, script in scripts(folder, world, -1).items():
+                if side != "MCP recall" or DESIGNS[name].serves_mcp:
+                    wrk(server.port, script, options.clients, 2)
         for round_number in range(options.rounds):
             print(f"-- round {round_number + 1} of {options.rounds}", flush=True)
             before = cpu_snapshot()
@@ -497,17 +504,18 @@ def wrk(port: int, script: Path, clients: int, seconds: int) -> Load:
 
 
 RAW_SCRIPT = """\\set key random(1, 1000000000)
+\\set value random(1, 1000000000)
 BEGIN;
 SELECT pg_advisory_xact_lock(:key);
 SELECT id FROM raw_fact WHERE scope_id = %(scope_id)d AND subject_id = :key
   AND bucket = 'system' AND predicate_id = %(predicate_id)d AND object_kind = 'literal'
-  AND object_key = :key::text;
+  AND object_key = :value::text;
 INSERT INTO raw_fact (id, scope_id, subject_id, predicate_id, object_kind, object_lit,
     object_key, epistemic, source_type_id, confidence, episode, statement, evidence,
     author_id, bucket, t_valid, recorded_at, last_reinforced_at, invalidation_kind,
     invalidation_reason)
   VALUES (gen_random_uuid(), %(scope_id)d, :key, %(predicate_id)d, 'literal',
-    :key::text, :key::text, 'observation', %(source_type_id)d, 0.8, '', '', '[]',
+    :value::text, :value::text, 'observation', %(source_type_id)d, 0.8, '', '', '[]',
     %(author_id)d, 'system', now(), now(), now(), '', '');
 COMMIT;
 """
