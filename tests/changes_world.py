@@ -168,7 +168,9 @@ def maintain(fact, *, now, adjudicator=None):
     crawler (a full pass) and the judge (resolving, on a confident supersede)."""
     recompute_slot(fact.scope_id, fact.subject_id, fact.predicate_id, now=now)
     run_crawl(full=True)
-    run_judge(resolve=True, adjudicator=adjudicator or ScriptedAdjudicator("supersede", 0.95), now=now)
+    run_judge(
+        resolve=True, adjudicator=adjudicator or ScriptedAdjudicator("supersede", 0.95), now=now
+    )
 
 
 def unlinked_values_now():

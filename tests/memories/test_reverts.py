@@ -237,7 +237,7 @@ def test_reverting_the_first_of_two_supersessions_disputes_every_live_value(memb
 
 
 def test_no_maintainer_overrides_that_revert_or_dates_a_closing_before_it(member, steward):
-    (one, two, three), x, _ = one_two_three(member)
+    (one, _, three), x, _ = one_two_three(member)
     record = revert(steward, x, "the 2 was a mistake")
     conflict = Conflict.objects.get(kind="reverted")
     for minutes in (1, 2):
