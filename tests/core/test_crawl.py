@@ -45,6 +45,7 @@ def fact(n: int, value: str, *, days_ago: float = 10, **fields) -> SlotFact:
         "confidence": 0.9,
         "statement": "",
         "t_valid": NOW - timedelta(days=days_ago),
+        "recorded_at": NOW - timedelta(days=days_ago),
         "last_reinforced_at": NOW - timedelta(days=1),
         "decayed_at": None,
         "open_conflicts": frozenset(),

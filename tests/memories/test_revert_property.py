@@ -93,7 +93,7 @@ def take(step, *, member, steward, now) -> str:
 
 
 @settings(
-    max_examples=40,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
