@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from memories.actions import invalidate_fact
+from memories.actions import invalidate_fact, resolve_conflict
 from memories.core.decisions import Rejected
 from memories.crawler import run_crawl
 from memories.errors import Forbidden, NotFound, StateConflict
@@ -308,3 +308,36 @@ def test_values_a_revert_left_unlinked_are_left_for_a_human_not_superseded(membe
     [conflict] = Conflict.objects.open()
     assert set(conflict.members.values_list("fact_id", flat=True)) == {one.pk, three.pk}
     assert unlinked_values_now() == []
+
+
+def test_when_a_human_last_ruled_on_a_fact_is_read_from_rulings_reopenings_and_reverts(
+    member, steward
+):
+    (one, two, three), x, _ = one_two_three(member)
+    ids, scope_ids = [one.pk, two.pk, three.pk], [one.scope_id]
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {}
+    record = revert(steward, x)
+    # The revert's conflict names every value it put side by side.
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {
+        one.pk: record.at,
+        three.pk: record.at,
+    }
+    # A steward's ruling on it is later still.
+    conflict = Conflict.objects.get(kind="reverted")
+    resolve_conflict(actor=steward, conflict_id=conflict.pk, action="coexist", reason="both")
+    resolved_at = Conflict.objects.get(pk=conflict.pk).resolved_at
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids)[three.pk] == resolved_at
+    # Without its conflict (a revert made before reverts opened one), the revert's record.
+    ConflictMember.objects.filter(conflict=conflict).delete()
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {one.pk: record.at}
+
+
+def test_an_automatic_resolution_is_no_ruling_and_its_revert_is_one(member, steward):
+    entry, conflict, facts, _, _ = judge_resolution(member)
+    ids, scope_ids = [f.pk for f in facts], [conflict.scope_id]
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {}
+    revert(steward, entry)
+    reopened_at = Conflict.objects.get(pk=conflict.pk).reopened_at
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == dict.fromkeys(
+        ids, reopened_at
+    )
