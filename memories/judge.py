@@ -49,6 +49,9 @@ from memories.slots import lock_predicate_slot
 from memories.tasks import recompute_on_commit
 from memories.truth import load_claims, predicate_spec
 
+# Why the judge leaves a conflict alone that it could otherwise resolve.
+LEFT_FOR_A_HUMAN = "a human ruled on its claims since they were recorded"
+
 
 @dataclass(frozen=True)
 class Judgement:
@@ -125,9 +128,6 @@ def _judge_one(
     if not may_act(verdict, min_confidence, conflict_kind=conflict.kind):
         return judgement(verdict, "not acted on (needs a human)")
     return judgement(verdict, _resolve(conflict, verdict, digest, now))
-
-
-LEFT_FOR_A_HUMAN = "a human ruled on its claims since they were recorded"
 
 
 def _left_for_a_human(claims: list[Claim]) -> bool:
