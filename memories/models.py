@@ -438,8 +438,9 @@ class ConflictKind(models.TextChoices):
     REVENANT = "revenant"
     CONTRADICTION = "contradiction"
     CRAWLER = "crawler"
-    # Opened by a steward's revert of an automatic supersession: the two
-    # values stand side by side again and a human decides (memories.reverts).
+    # Opened by a steward's revert of an automatic supersession: the reopened
+    # value and every value live on its slot stand side by side, all
+    # disputed, and a human decides (memories.reverts).
     REVERTED = "reverted"
 
 
