@@ -29,7 +29,7 @@ KIND_EXPLANATIONS: dict[str, str] = {
     ),
     ConflictKind.REVERTED: (
         "A steward reverted an automatic supersession: the older value stands "
-        "again beside the newer one, and a steward decides between them."
+        "again beside every value live on the slot, and a steward decides between them."
     ),
     ConflictKind.CRAWLER: (
         "Found by the maintenance crawler among standing facts: values that "

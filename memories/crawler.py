@@ -72,7 +72,8 @@ _ACTIVE = (
 # The slot's three ids, then the columns of a SlotFact.
 _COLUMNS = (
     "SELECT scope_id, subject_id, predicate_id, id, object_key, epistemic, source_type_id,"
-    " confidence, statement, t_valid, last_reinforced_at, decayed_at, decay_reverted_at"
+    " confidence, statement, t_valid, recorded_at, last_reinforced_at, decayed_at,"
+    " decay_reverted_at"
 )
 # The active facts after a slot key, in slot order (keyset, on the fact_slot index).
 _NEXT_FACTS = (
@@ -371,19 +372,26 @@ def _slot_facts(rows: list[Row], vocab: LoadedVocabulary) -> dict[Slot, list[Slo
     """The rows of _NEXT_FACTS as each slot's facts, with their open and ruled conflicts.
 
     Slots of a predicate newer than this pass's vocabulary are left out.
-    Conflicts are read (one query) only for the slots that weigh them.
+    Conflicts, and when a human last ruled on each fact, are read (a query
+    each) only for the slots that weigh them.
     """
     grouped: dict[Slot, list[Row]] = {}
     for slot, slot_rows in groupby(rows, key=_slot_of):
         if slot[2] in vocab.predicate_names:
             grouped[slot] = list(slot_rows)
-    weighed = [
-        row[3]
+    weighed_rows = [
+        row
         for slot, slot_rows in grouped.items()
         if weighs_conflicts(vocab.predicate_names[slot[2]], len(slot_rows), vocab.spec)
         for row in slot_rows
     ]
+    weighed = [row[3] for row in weighed_rows]
     ties = ConflictMember.objects.ties(weighed) if weighed else {}
+    ruled_at = (
+        ConflictMember.objects.ruled_at(weighed, scope_ids={row[0] for row in weighed_rows})
+        if weighed
+        else {}
+    )
     none: tuple[frozenset, frozenset] = (frozenset(), frozenset())
     sources = vocab.source_names
     slots = {}
@@ -399,10 +407,12 @@ def _slot_facts(rows: list[Row], vocab: LoadedVocabulary) -> dict[Slot, list[Slo
                 confidence,
                 statement,
                 t_valid,
+                recorded_at,
                 last_reinforced_at,
                 decayed_at,
                 *ties.get(fact_id, none),  # open_conflicts, ruled_conflicts
                 decay_reverted_at,
+                ruled_at.get(fact_id),
             )
             for (
                 _,
@@ -415,6 +425,7 @@ def _slot_facts(rows: list[Row], vocab: LoadedVocabulary) -> dict[Slot, list[Slo
                 confidence,
                 statement,
                 t_valid,
+                recorded_at,
                 last_reinforced_at,
                 decayed_at,
                 decay_reverted_at,

@@ -209,8 +209,9 @@ def _unlinked_violation(key: tuple, facts: list) -> Violation:
     else:
         todo = (
             "Run manage.py crawl --full: it links competing values with a conflict for a "
-            "steward to rule on. A revert or a vocabulary change (a predicate made one-valued) "
-            "can leave values like this."
+            "steward to rule on. A vocabulary change (a predicate made one-valued), or a "
+            "revert made before reverts linked every live value of the slot, can leave values "
+            "like this."
         )
     return Violation(
         UNLINKED_VALUES,

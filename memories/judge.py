@@ -9,7 +9,9 @@ record: the verdict is advice for a human.
 With ``resolve`` it acts only where ``memories.core.verdicts.may_act`` allows
 (a confident ``corroborate`` or ``supersede``, never on a commitment,
 outranked, revenant or reverted conflict, nor on one a steward reopened by
-reverting an automatic resolution), by the same ruling a steward makes
+reverting an automatic resolution, nor where a human ruled on one of its
+claims after all of them were recorded: ``memories.core.rulings``), by the
+same ruling a steward makes
 (``memories.core.effects.resolution_effects``) applied through the one
 ``memories.apply.apply``, automatically (no actor) and under the slot lock:
 ``corroborate`` lets the values coexist, ``supersede`` keeps the member
@@ -37,6 +39,7 @@ from memories.adjudicator import (
 )
 from memories.apply import apply
 from memories.core.effects import MemberState, resolution_effects
+from memories.core.rulings import left_for_a_human
 from memories.core.truth import Claim, claim_set_hash, decide_slot
 from memories.core.verdicts import Verdict, may_act
 from memories.errors import Forbidden, StateConflict
@@ -45,6 +48,9 @@ from memories.models import Conflict
 from memories.slots import lock_predicate_slot
 from memories.tasks import recompute_on_commit
 from memories.truth import load_claims, predicate_spec
+
+# Why the judge leaves a conflict alone that it could otherwise resolve.
+LEFT_FOR_A_HUMAN = "a human ruled on its claims since they were recorded"
 
 
 @dataclass(frozen=True)
@@ -117,9 +123,16 @@ def _judge_one(
         return judgement(verdict, "advice only")
     if conflict.reopened_at is not None:
         return judgement(verdict, "not acted on (a steward reverted its automatic resolution)")
+    if _left_for_a_human(claims):
+        return judgement(verdict, f"not acted on ({LEFT_FOR_A_HUMAN})")
     if not may_act(verdict, min_confidence, conflict_kind=conflict.kind):
         return judgement(verdict, "not acted on (needs a human)")
     return judgement(verdict, _resolve(conflict, verdict, digest, now))
+
+
+def _left_for_a_human(claims: list[Claim]) -> bool:
+    """Whether a human ruled on one of these claims after all were recorded (``core.rulings``)."""
+    return left_for_a_human((claim.recorded_at, claim.ruled_at) for claim in claims)
 
 
 def _ask(
@@ -267,6 +280,8 @@ def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | 
         claims = _member_claims(current, now)
         if claim_set_hash(claim.fact_id for claim in claims) != digest:
             return "skipped: its claim set changed since it was judged"
+        if _left_for_a_human(claims):
+            return f"skipped: {LEFT_FOR_A_HUMAN}"
         members = [
             MemberState(m.fact_id, m.fact.is_live, m.fact.t_valid)
             for m in current.members.select_related("fact")

@@ -14,13 +14,14 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Case, Exists, F, Func, OuterRef, Prefetch, Q, Subquery, When
-from django.db.models.functions import MD5, Cast, Concat, Now
+from django.db.models.fields.json import KT
+from django.db.models.functions import MD5, Cast, Concat, Greatest, Now
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from memories.core.confidence import effective_confidence, fact_decays
 from memories.core.normalize import value_key
-from memories.core.reverts import REVERT_TARGET, REVERTED
+from memories.core.reverts import REVERT_CONFLICT_KIND, REVERT_TARGET, REVERTED, SUPERSESSION
 from memories.core.rulings import RULINGS
 from memories.roles import readable_scope_ids, steward_scope_ids
 
@@ -439,8 +440,9 @@ class ConflictKind(models.TextChoices):
     REVENANT = "revenant"
     CONTRADICTION = "contradiction"
     CRAWLER = "crawler"
-    # Opened by a steward's revert of an automatic supersession: the two
-    # values stand side by side again and a human decides (memories.reverts).
+    # Opened by a steward's revert of an automatic supersession: the reopened
+    # value and every value live on its slot stand side by side, all
+    # disputed, and a human decides (memories.reverts).
     REVERTED = "reverted"
 
 
@@ -623,6 +625,57 @@ class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
             fact_id: (frozenset(open_.get(fact_id, ())), frozenset(ruled.get(fact_id, ())))
             for fact_id in open_.keys() | ruled.keys()
         }
+
+    def ruled_at(self, fact_ids, *, scope_ids) -> "dict[uuid.UUID, datetime]":
+        """When a human last ruled on each fact, by fact id: what
+        ``memories.core.rulings.left_for_a_human`` weighs. A fact no human ruled on is absent.
+
+        A human rules on a fact by resolving a conflict it is a member of
+        (a resolution that names who made it), by reopening one (reverting
+        its automatic resolution: ``reopened_at``), and by reverting an
+        automatic supersession: the revert names the fact it reopened, and
+        the conflict of kind ``reverted`` it opens names the values that
+        fact competes with, ruled on at its opening. (A supersession
+        reverted before reverts opened that conflict is found by its audit
+        entry alone.) The facts are of the scopes ``scope_ids``, which the
+        read names (docs/scale-out.md). One query.
+        """
+        ids = list(fact_ids)
+        if not ids:
+            return {}
+        scope_ids = sorted(set(scope_ids))
+        memberships = (
+            self.filter(fact_id__in=ids, scope_id__in=scope_ids, conflict__scope_id__in=scope_ids)
+            .annotate(
+                ruled=Greatest(
+                    Case(When(conflict__kind=REVERT_CONFLICT_KIND, then=F("conflict__opened_at"))),
+                    Case(
+                        When(conflict__resolved_by__isnull=False, then=F("conflict__resolved_at"))
+                    ),
+                    F("conflict__reopened_at"),
+                )
+            )
+            .filter(ruled__isnull=False)
+            .order_by()
+            .values_list("fact_id", "ruled")
+        )
+        reverts = (
+            AuditEntry.objects.filter(
+                scope_id__in=scope_ids,
+                action=REVERTED,
+                target_type=REVERT_TARGET,
+                after__kind=SUPERSESSION,
+                after__fact__in=[str(fact_id) for fact_id in ids],
+            )
+            .annotate(fact=Cast(KT("after__fact"), models.UUIDField()))
+            .order_by()
+            .values_list("fact", "at")
+        )
+        latest: dict[uuid.UUID, datetime] = {}
+        for fact_id, at in memberships.union(reverts, all=True).order_by():
+            if fact_id not in latest or at > latest[fact_id]:
+                latest[fact_id] = at
+        return latest
 
     def in_order(self) -> "ConflictMemberQuerySet":
         """Oldest recorded first, then by id: the order every page lists candidates in.

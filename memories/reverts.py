@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from memories.apply import apply
 from memories.core.reverts import (
+    SUPERSESSION,
     ConflictNow,
     Entry,
     FactNow,
@@ -86,6 +87,7 @@ def revert_automatic_change(
                 facts=_facts_now({*target.fact_ids, *member_ids}),
                 conflict=conflict,
                 values_compete=_values_compete(predicate),
+                rivals=_live_beside(target.fact_ids[0]) if target.kind == SUPERSESSION else (),
                 slot=(subject_id, predicate_id),
                 new_conflict_id=uuid4(),
                 reason=reason,
@@ -177,15 +179,34 @@ def _facts_now(fact_ids: set[UUID]) -> dict[UUID, FactNow]:
 
 def _twin_live(fact: Fact) -> bool:
     """Whether another live fact holds ``fact``'s value where the live-value index counts it."""
-    twins = Fact.objects.filter(
+    return (
+        _live_on_its_slot(fact)
+        .filter(object_kind=fact.object_kind, object_key=fact.object_key)
+        .exists()
+    )
+
+
+def _live_beside(fact_id: UUID) -> tuple[UUID, ...]:
+    """The other facts live on ``fact_id``'s slot now, oldest first: what it would compete with.
+
+    Read under the slot's lock, after the revert took it: a write that
+    queued behind the revert comes after it and weighs what it reopened;
+    one that went first is here.
+    """
+    fact = Fact.objects.get(pk=fact_id)
+    return tuple(_live_on_its_slot(fact).order_by("recorded_at", "id").values_list("pk", flat=True))
+
+
+def _live_on_its_slot(fact: Fact):
+    """The live facts other than ``fact`` that the write path weighs it against (its
+    scope, subject, predicate and bucket, and its author for a user fact)."""
+    others = Fact.objects.filter(
         scope_id=fact.scope_id,
         subject_id=fact.subject_id,
         predicate_id=fact.predicate_id,
-        object_kind=fact.object_kind,
-        object_key=fact.object_key,
         bucket=fact.bucket,
         t_invalid__isnull=True,
     ).exclude(pk=fact.pk)
     if fact.bucket == Bucket.USER:
-        twins = twins.filter(Q(author_id=fact.author_id))
-    return twins.exists()
+        others = others.filter(Q(author_id=fact.author_id))
+    return others

@@ -238,6 +238,7 @@ def load_claims(scope_id: int, subject_id: int, predicate_id: int, *, now: datet
         .values_list("entity_id", "into_id")
     )
     ties = ConflictMember.objects.ties(fact.pk for fact in facts)
+    ruled_at = ConflictMember.objects.ruled_at((fact.pk for fact in facts), scope_ids=[scope_id])
     none: tuple[frozenset, frozenset] = (frozenset(), frozenset())
     return [
         Claim(
@@ -263,6 +264,7 @@ def load_claims(scope_id: int, subject_id: int, predicate_id: int, *, now: datet
             disputed=fact.disputed,
             open_conflicts=ties.get(fact.pk, none)[0],
             ruled_conflicts=ties.get(fact.pk, none)[1],
+            ruled_at=ruled_at.get(fact.pk),
         )
         for fact in facts
     ]

@@ -1,14 +1,16 @@
 """Automatic changes to revert, made the way the system makes them, for the revert tests."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
 from memories.actions import assert_fact
 from memories.core.effects import SUPERSEDE_RULE
 from memories.crawler import run_crawl
+from memories.doctor import unlinked_values
 from memories.judge import run_judge
 from memories.models import AuditEntry, Conflict, ConflictMember, Fact, Predicate
+from memories.truth import recompute_slot
 from memories.vocabulary import forget_vocabulary
 from tests.adjudicators import ScriptedAdjudicator
 
@@ -138,3 +140,77 @@ def judge_resolution(member):
     assert judgement.outcome == "resolved: keep"
     entry = AuditEntry.objects.get(action="resolved-conflict", rule="judge: supersede")
     return entry, conflict, facts, before, adjudicator
+
+
+# --- a slot a steward reverted on, and what automatic maintenance may do to it -------
+
+
+def one_two_three(member, *, subject="AuthService", start=None):
+    """1, then 2, then 3 of one one-valued slot, a minute apart.
+
+    The write path supersedes 1 by 2 (change X), then 2 by 3 (change Y).
+    Returns the three facts, X and Y.
+    """
+    start = start or timezone.now() - timedelta(hours=1)
+    facts = [
+        write(member, subject, "core/has-version", value, now=start + timedelta(minutes=n))
+        for n, value in enumerate(("1", "2", "3"))
+    ]
+    x, y = (
+        AuditEntry.objects.get(action="superseded", rule=SUPERSEDE_RULE, after__fact=str(f.pk))
+        for f in facts[:2]
+    )
+    return facts, x, y
+
+
+def maintain(fact, *, now, adjudicator=None):
+    """One pass of each automatic maintainer: truth maintenance of ``fact``'s slot, the
+    crawler (a full pass) and the judge (resolving, on a confident supersede)."""
+    recompute_slot(fact.scope_id, fact.subject_id, fact.predicate_id, now=now)
+    run_crawl(full=True)
+    run_judge(
+        resolve=True, adjudicator=adjudicator or ScriptedAdjudicator("supersede", 0.95), now=now
+    )
+
+
+def unlinked_values_now():
+    """The doctor's ``unlinked-values`` violations: competing live values outside a conflict."""
+    return unlinked_values(timezone.now(), 100)
+
+
+MAINTAINERS = ("truth:", "crawler:", "judge:")
+
+
+def maintenance_closings():
+    """Every fact truth maintenance, the crawler or the judge closed: (fact id, t_invalid, when)."""
+    entries = AuditEntry.objects.filter(actor=None).exclude(rule="").order_by("at", "id")
+    for entry in entries:
+        if not entry.rule.startswith(MAINTAINERS):
+            continue
+        after = entry.after or {}
+        if entry.action == "superseded" and after.get("t_invalid"):
+            yield entry.target_id, datetime.fromisoformat(after["t_invalid"]), entry.at
+        for fact_id in after.get("invalidated", ()):
+            # A resolution ends the facts it does not keep at its own time.
+            yield fact_id, entry.at, entry.at
+
+
+def reopenings():
+    """Every fact a steward's revert reopened: (fact id, when)."""
+    for entry in AuditEntry.objects.filter(action="reverted"):
+        after = entry.after or {}
+        if after.get("kind") == "supersession":
+            yield after["fact"], entry.at
+        for fact_id in after.get("reopened", ()):
+            yield fact_id, entry.at
+
+
+def backdated_closings():
+    """Closings by a maintainer dated before a revert, made before them, reopened the fact."""
+    reopened = list(reopenings())
+    return [
+        (fact_id, t_invalid, revert_at)
+        for fact_id, t_invalid, at in maintenance_closings()
+        for reopened_id, revert_at in reopened
+        if reopened_id == fact_id and revert_at <= at and t_invalid < revert_at
+    ]

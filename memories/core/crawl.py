@@ -20,7 +20,10 @@ Three rules, none of which deletes or rewrites anything:
   the older fact's source not outranking the newer's, the older fact valid
   strictly before, and no human ruling (``memories.core.rulings``) nor open
   conflict between the two (a question a steward has, or has answered, is not
-  settled by a cue). Recency alone never decides.
+  settled by a cue), nor a human's ruling on either made after both were
+  recorded (``rulings.left_for_a_human``: a revert put them side by side, say).
+  The older closes no earlier than such a ruling made before.
+  Recency alone never decides.
 - *opened-conflict*: competing values left on such a slot that do not already
   share an open conflict are linked by a conflict of kind ``crawler``, with no
   incoming side, so every member is disputed (SPEC §2). A second run finds
@@ -55,7 +58,7 @@ from memories.core.effects import (
     Member,
     OpenConflict,
 )
-from memories.core.rulings import linked
+from memories.core.rulings import left_for_a_human, linked, not_before_rulings
 
 DECAYED = "decayed"
 OPENED_CONFLICT = "opened-conflict"
@@ -98,7 +101,9 @@ class SlotFact(NamedTuple):
 
     ``open_conflicts``: the ids of the open conflicts it is a member of;
     ``ruled_conflicts``: of the conflicts a steward ruled on
-    (``memories.core.rulings.RULINGS``).
+    (``memories.core.rulings.RULINGS``); ``ruled_at``: when a human last
+    ruled on it (read only for a slot whose values compete, like the
+    conflicts).
     """
 
     id: UUID
@@ -109,11 +114,14 @@ class SlotFact(NamedTuple):
     confidence: float
     statement: str
     t_valid: datetime
+    recorded_at: datetime
     last_reinforced_at: datetime
     decayed_at: datetime | None
     open_conflicts: frozenset[UUID]
     ruled_conflicts: frozenset[UUID] = frozenset()
     decay_reverted_at: datetime | None = None
+    # When a human last ruled on it (memories.core.rulings.left_for_a_human).
+    ruled_at: datetime | None = None
 
 
 class DecaySettings(NamedTuple):
@@ -174,7 +182,11 @@ def crawl_slot(
         tied = len(candidates) > 1 and candidates[-2].t_valid == newest.t_valid
         if predicate.policy == "supersede" and not tied and has_update_cue(newest.statement):
             for older in candidates[:-1]:
-                if _may_supersede(older, newest, vocabulary) and not _linked(older, newest):
+                if (
+                    _may_supersede(older, newest, vocabulary)
+                    and not _linked(older, newest)
+                    and not _left_for_a_human(older, newest)
+                ):
                     changes += _superseded(older, newest, scope_id=scope_id, now=now)
                     superseded.append(older.id)
             counts[SUPERSEDED] = len(superseded)
@@ -212,6 +224,11 @@ def _linked(a: SlotFact, b: SlotFact) -> bool:
     return linked(a.open_conflicts, a.ruled_conflicts, b.open_conflicts, b.ruled_conflicts)
 
 
+def _left_for_a_human(older: SlotFact, newer: SlotFact) -> bool:
+    """Whether a human ruled on one of the two after both were recorded (``rulings``)."""
+    return left_for_a_human((fact.recorded_at, fact.ruled_at) for fact in (older, newer))
+
+
 def _may_supersede(older: SlotFact, newer: SlotFact, vocabulary: Vocabulary) -> bool:
     """Whether the write path could have superseded ``older`` with ``newer`` (SPEC §2)."""
     rank = vocabulary.sources
@@ -247,8 +264,10 @@ def _superseded(
     older: SlotFact, newer: SlotFact, *, scope_id: int, now: datetime
 ) -> tuple[Change, ...]:
     reason = "update cue in the newer value's statement"
+    # Where the newer value began, unless a human ruled on the two later.
+    at = not_before_rulings(newer.t_valid, (older.ruled_at, newer.ruled_at))
     return (
-        CloseInterval(older.id, newer.t_valid, now, SUPERSEDED, reason, newer.id, None),
+        CloseInterval(older.id, at, now, SUPERSEDED, reason, newer.id, None),
         AuditNote(
             now,
             scope_id,
@@ -257,7 +276,7 @@ def _superseded(
             str(older.id),
             {"t_invalid": None, "superseded_by": None},
             {
-                "t_invalid": newer.t_valid.astimezone(UTC).isoformat(),
+                "t_invalid": at.astimezone(UTC).isoformat(),
                 "superseded_by": str(newer.id),
             },
             reason,

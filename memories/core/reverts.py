@@ -13,12 +13,20 @@ in the order they are recognised:
    another action of a person (a correction, a new ruling).
 2. *supersession* (the write path's or the crawler's): the superseded fact
    reopens (its interval open again, ``superseded_by`` cleared). The newer
-   fact is someone's assertion and stays. When both are now live on a slot
-   whose values compete (one-valued, not event-like), a conflict of kind
-   ``reverted`` links them with every member disputed: neither value wins
-   by the revert, a steward decides. Refused when the older fact is no
-   longer closed by this supersession (someone changed it since) or its
-   value is live again as another fact (the live-value index holds one).
+   fact is someone's assertion and stays. On a slot whose values compete
+   (one-valued, not event-like), the reopened fact competes with *every*
+   value live on the slot when the revert runs, not only with the newer
+   fact: that one may have been superseded in turn (1, then 2, then 3:
+   reverting 2's supersession of 1 puts 1 beside 3), or the slot may hold
+   values written since. If any is live, one conflict of kind ``reverted``
+   links the reopened fact with all of them, every member disputed: the
+   revert picks no winner, a steward decides. It is a conflict of its own
+   even where some of those values are already in one (as the write path
+   opens one per flagged write): joined to a flagged write's conflict, the
+   reopened fact would go free again when that conflict closes with its
+   incoming side. Refused when the older fact is no longer closed by this
+   supersession (someone changed it since) or its value is live again as
+   another fact (the live-value index holds one).
 3. *decay mark* (the crawler's): the mark is cleared and remembered as
    reverted, so the crawler does not mark the fact again until it is
    reinforced (``memories.core.crawl.decay_revert_holds``). Refused when the
@@ -43,7 +51,7 @@ One revert per change: the revert's audit entry targets the reverted entry,
 and the database allows one such entry per target.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -175,6 +183,7 @@ def revert_effects(
     facts: Mapping[UUID, FactNow],
     conflict: ConflictNow | None,
     values_compete: bool,
+    rivals: Sequence[UUID] = (),
     slot: tuple[int, int],
     new_conflict_id: UUID,
     reason: str,
@@ -186,12 +195,20 @@ def revert_effects(
     ``facts``: every fact of ``target.fact_ids`` and every member of
     ``conflict`` as it stands; ``conflict``: ``target.conflict_id``'s;
     ``values_compete``: whether the slot holds one value at a time
-    (one-valued, not event-like); ``slot``: its (subject id, predicate id);
+    (one-valued, not event-like); ``rivals``: for a supersession, the facts
+    live on the slot now besides the one it would reopen, in a stable order
+    (read under the slot's lock); ``slot``: its (subject id, predicate id);
     ``new_conflict_id`` is used only if a conflict is opened.
     """
     if target.kind == SUPERSESSION:
         changes, before, after = _supersession(
-            entry, target, facts, slot if values_compete else None, new_conflict_id, now
+            entry,
+            target,
+            facts,
+            tuple(rivals) if values_compete else (),
+            slot,
+            new_conflict_id,
+            now,
         )
     elif target.kind == DECAY:
         changes, before, after = _decay(entry, facts[target.fact_ids[0]], now)
@@ -221,12 +238,13 @@ def _supersession(
     entry: Entry,
     target: Target,
     facts: Mapping[UUID, FactNow],
-    competing_slot: tuple[int, int] | None,
+    competing: tuple[UUID, ...],
+    slot: tuple[int, int],
     new_conflict_id: UUID,
     now: datetime,
 ) -> _Parts:
     older_id, newer_id = target.fact_ids
-    older, newer = facts[older_id], facts[newer_id]
+    older = facts[older_id]
     if older.live or older.invalidation_kind != SUPERSEDED or older.superseded_by != newer_id:
         raise NotRevertible(f"fact {older_id} is no longer closed by this supersession")
     if older.twin_live:
@@ -235,8 +253,8 @@ def _supersession(
         )
     changes: list[Change] = [Reopen(older_id)]
     opened = None
-    if newer.live and competing_slot is not None:
-        subject_id, predicate_id = competing_slot
+    if competing:
+        subject_id, predicate_id = slot
         opened = str(new_conflict_id)
         changes.append(
             OpenConflict(
@@ -246,7 +264,7 @@ def _supersession(
                 subject_id,
                 predicate_id,
                 now,
-                (Member(older_id, EXISTING, True), Member(newer_id, EXISTING, True)),
+                tuple(Member(f, EXISTING, True) for f in (older_id, *competing)),
             )
         )
     before = {

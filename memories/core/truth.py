@@ -54,12 +54,16 @@ What is acted on (:func:`settle`), in precedence order:
    leaves the competing values unresolved, with a conflict for a human.
    ``coexist`` keeps every value and writes nothing; ``needs_review``
    leaves them for a human (rule 6).
-9. **Human rulings** (``memories.core.rulings``, the crawler's rule). No
-   claim is superseded by a claim a steward ruled on together with it. When
-   a steward ruled on every pair of the competing claims, they stand as the
-   steward left them: all current, no conflict. A conflict is opened only if
-   some pair of its claims does not already share an open conflict or a
-   ruling, so recomputing twice opens nothing the second time.
+9. **Human rulings** (``memories.core.rulings``, the crawler's and the
+   judge's rule). No claim is superseded by a claim a steward ruled on
+   together with it, nor where a human ruled on, reopened or reverted a
+   change to one of the two after both were recorded: those are left for a
+   human, with a conflict. A supersession acted on never closes a claim
+   before the latest ruling on the two. When a steward ruled on every pair
+   of the competing claims, they stand as the steward left them: all
+   current, no conflict. A conflict is opened only if some pair of its
+   claims does not already share an open conflict or a ruling, so
+   recomputing twice opens nothing the second time.
 
 The rationale always names the path that decided: detection, the
 adjudicator's verdict, or the predicate's policy.
@@ -87,7 +91,12 @@ from memories.core.effects import (
     Member,
     OpenConflict,
 )
-from memories.core.rulings import all_pairs, ruled_together
+from memories.core.rulings import (
+    all_pairs,
+    left_for_a_human,
+    not_before_rulings,
+    ruled_together,
+)
 from memories.core.verdicts import Verdict, may_act
 
 DecidedBy = Literal["detection", "adjudicator", "policy"]
@@ -120,6 +129,8 @@ class Claim:
     # (memories.core.rulings): what may link it to the slot's other claims.
     open_conflicts: frozenset = frozenset()
     ruled_conflicts: frozenset = frozenset()
+    # When a human last ruled on it (memories.core.rulings.left_for_a_human).
+    ruled_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -529,6 +540,22 @@ def settle(
         if ruled:
             why = "not superseded: a steward ruled on these claims together"
             return _linked_conflict(_held(outcome, claims, why), by_id)
+
+        def involved(s: ProposedSupersession) -> list[Claim]:
+            return [by_id[s.fact_id], *(by_id[w] for w in winners[s.by])]
+
+        if any(
+            left_for_a_human((c.recorded_at, c.ruled_at) for c in involved(s))
+            for s in outcome.supersessions
+        ):
+            why = "not superseded: a human ruled on these claims since they were recorded"
+            return _linked_conflict(_held(outcome, claims, why), by_id)
+        dated = tuple(
+            replace(s, at=not_before_rulings(s.at, (c.ruled_at for c in involved(s))))
+            for s in outcome.supersessions
+        )
+        if dated != outcome.supersessions:
+            outcome = replace(outcome, supersessions=dated)
     return _linked_conflict(outcome, by_id)
 
 

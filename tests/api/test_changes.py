@@ -1,14 +1,25 @@
 """GET /api/v1/changes and POST /api/v1/changes/{id}/revert (SPEC §12)."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from admissions.actions import record_verdict
 from memories.actions import invalidate_fact
 from memories.core.effects import SUPERSEDE_RULE
 from memories.models import AuditEntry, Fact
 from memories.vocabulary import load_vocabulary
-from tests.changes_world import state, write, write_path_supersession
+from tests.changes_world import (
+    backdated_closings,
+    maintain,
+    maintenance_closings,
+    one_two_three,
+    state,
+    write,
+    write_path_supersession,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +133,40 @@ def test_the_list_makes_the_same_queries_for_5_and_50_changes(
         assert len(response.json()["results"]) == limit
         counts.append(len(captured))
     assert counts[0] == counts[1] == CHANGE_QUERIES[role]
+
+
+def test_a_revert_of_the_first_of_two_supersessions_leaves_the_slot_contested(
+    member, steward, agent_for
+):
+    """1, 2 (X), 3 (Y), X reverted: 1 and 3 are both disputed, the slot contested, and stays so."""
+    (one, _, three), x, _ = one_two_three(member)
+    for fact in (one, three):
+        record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="checked")
+    response = agent_for(steward).post(f"/changes/{x.pk}/revert", {"reason": "the 2 was a mistake"})
+    assert response.status_code == 200, response.content
+    reverted_at = AuditEntry.objects.get(pk=response.json()["reverted"]["revert"]).at
+    agent = agent_for(member)
+
+    def contested():
+        body = agent.get(
+            "/truth",
+            scope="project",
+            subject="AuthService",
+            predicate="core/has-version",
+            contested="true",
+        ).json()
+        assert body["results"] == []  # both admitted, neither undisputed: nothing to serve
+        [slot] = body["contested"]
+        return {
+            value["fact"]["id"]: [dispute["kind"] for dispute in value["disputes"]]
+            for value in slot["values"]
+        }
+
+    assert contested() == {str(one.pk): ["reverted"], str(three.pk): ["reverted"]}
+    for minutes in (1, 2):
+        maintain(one, now=reverted_at + timedelta(minutes=minutes))
+    assert contested() == {str(one.pk): ["reverted"], str(three.pk): ["reverted"]}
+    assert list(maintenance_closings()) == [] and backdated_closings() == []
+    again = agent_for(steward).post(f"/changes/{x.pk}/revert", {"reason": "again"})
+    assert again.status_code == 409
+    assert again.json()["message"] == "this change was already reverted"

@@ -45,6 +45,7 @@ def fact(n: int, value: str, *, days_ago: float = 10, **fields) -> SlotFact:
         "confidence": 0.9,
         "statement": "",
         "t_valid": NOW - timedelta(days=days_ago),
+        "recorded_at": NOW - timedelta(days=days_ago),
         "last_reinforced_at": NOW - timedelta(days=1),
         "decayed_at": None,
         "open_conflicts": frozenset(),
@@ -234,6 +235,25 @@ def test_an_update_cue_does_not_settle_values_sharing_an_open_conflict():
     )
     assert outcome.effects.changes == ()
     assert outcome.counts["superseded"] == 0
+
+
+def test_an_update_cue_does_not_settle_values_a_human_ruled_on_since_they_were_recorded():
+    """A steward's revert put 2.0 back a day ago, after 3.0 was written: a conflict, no cue."""
+    outcome = crawl(
+        fact(1, "2.0", days_ago=10, ruled_at=NOW - timedelta(days=1)),
+        fact(2, "3.0", days_ago=2, statement="now on 3.0"),
+    )
+    assert kinds(outcome) == [OpenConflict, AuditNote]
+    assert outcome.counts["superseded"] == 0
+
+
+def test_a_cue_acted_on_after_an_older_ruling_closes_no_earlier_than_the_ruling():
+    """3.0 written today, valid from 2 days ago; a human ruled on 2.0 a day ago."""
+    old = fact(1, "2.0", days_ago=10, ruled_at=NOW - timedelta(days=1))
+    new = fact(2, "3.0", days_ago=2, recorded_at=NOW, statement="now on 3.0")
+    close, note = crawl(old, new).effects.changes
+    assert (close.fact_id, close.at) == (old.id, NOW - timedelta(days=1))
+    assert note.after["t_invalid"] == (NOW - timedelta(days=1)).isoformat()
 
 
 @pytest.mark.parametrize(

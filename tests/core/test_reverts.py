@@ -9,6 +9,7 @@ from memories.core.effects import (
     AuditNote,
     ClearDecay,
     CloseConflict,
+    Member,
     OpenConflict,
     Reopen,
     ReopenConflict,
@@ -102,13 +103,14 @@ def test_what_cannot_be_reverted_is_refused_with_why(change, why):
         revert_kind(change)
 
 
-def effects_of(change, facts, conflict=None, *, compete=True):
+def effects_of(change, facts, conflict=None, *, compete=True, rivals=()):
     return revert_effects(
         change,
         revert_kind(change),
         facts={f.id: f for f in facts},
         conflict=conflict,
         values_compete=compete,
+        rivals=rivals,
         slot=(4, 5),
         new_conflict_id=NEXT,
         reason="wrong",
@@ -121,24 +123,38 @@ def superseded_old(**extra):
     return fact(OLD, live=False, kind="superseded", by=NEW, **extra)
 
 
+LATER = UUID(int=3)  # a value that superseded NEW since
+FLAGGED = UUID(int=4)  # a value flagged against LATER
+
+
 @pytest.mark.parametrize(
-    ("newer_live", "compete", "opens"),
+    ("newer_live", "rivals", "compete", "members"),
     [
-        pytest.param(True, True, True, id="competing-values-open-a-conflict"),
-        pytest.param(True, False, False, id="a-many-valued-slot-holds-both"),
-        pytest.param(False, True, False, id="the-newer-ended-since-nothing-to-link"),
+        pytest.param(True, (NEW,), True, (OLD, NEW), id="the-newer-value-competes"),
+        pytest.param(True, (NEW,), False, None, id="a-many-valued-slot-holds-both"),
+        pytest.param(False, (), True, None, id="nothing-else-live-nothing-to-link"),
+        pytest.param(False, (LATER,), True, (OLD, LATER), id="a-later-value-replaced-the-newer"),
+        pytest.param(
+            False, (LATER, FLAGGED), True, (OLD, LATER, FLAGGED), id="every-live-value-competes"
+        ),
     ],
 )
-def test_a_supersession_reopens_the_older_fact(newer_live, compete, opens):
+def test_a_supersession_reopens_the_older_fact(newer_live, rivals, compete, members):
     changes = effects_of(
-        WRITE_PATH, [superseded_old(), fact(NEW, live=newer_live)], compete=compete
+        WRITE_PATH,
+        [superseded_old(), fact(NEW, live=newer_live)],
+        compete=compete,
+        rivals=rivals,
     )
     assert changes[0] == Reopen(OLD)
     opened = [c for c in changes if isinstance(c, OpenConflict)]
-    assert bool(opened) is opens
-    if opens:
-        assert (opened[0].kind, opened[0].subject_id, opened[0].predicate_id) == ("reverted", 4, 5)
-        assert all(m.disputes for m in opened[0].members)
+    if members is None:
+        assert opened == []
+    else:
+        [conflict] = opened
+        assert (conflict.kind, conflict.subject_id, conflict.predicate_id) == ("reverted", 4, 5)
+        # No winner: every member is disputed, none incoming.
+        assert conflict.members == tuple(Member(m, "existing", True) for m in members)
     record = changes[-1]
     assert isinstance(record, AuditNote)
     assert (record.action, record.target_type, record.target_id, record.actor_id, record.rule) == (

@@ -41,8 +41,12 @@ def claim(
     disputed: bool = False,
     open_conflicts: frozenset = frozenset(),
     ruled_conflicts: frozenset = frozenset(),
+    ruled: int | None = None,
 ) -> Claim:
-    """A claim whose value began ``began`` days before NOW (recorded then, unless told)."""
+    """A claim whose value began ``began`` days before NOW (recorded then, unless told).
+
+    ``ruled``: a human ruled on it that many days before NOW.
+    """
     return Claim(
         fact_id=fact_id,
         object_kind="literal",
@@ -59,6 +63,7 @@ def claim(
         disputed=disputed,
         open_conflicts=open_conflicts,
         ruled_conflicts=ruled_conflicts,
+        ruled_at=None if ruled is None else NOW - ruled * DAY,
     )
 
 
@@ -416,6 +421,32 @@ def test_settle_never_overrides_a_ruling_and_opens_no_conflict_for_ruled_values(
         assert (outcome.supersessions, outcome.conflict) == ((), None)
         assert {value.status for value in outcome.values} == {"current"}
         assert "a steward already ruled" in outcome.rationale
+
+
+@pytest.mark.parametrize("verdict", [None, "supersede"])
+def test_settle_leaves_claims_a_human_ruled_on_since_they_were_recorded_for_a_human(verdict):
+    """A revert put 2.0.0 back beside 3.0.0 a day ago: neither policy nor verdict supersedes."""
+    claims = [claim(A, "2.0.0", began=20, ruled=1), claim(B, "3.0.0", began=5)]
+    given = verdict_for(claims, verdict, confidence=0.95) if verdict else None
+    outcome = settled(claims, HAS_VERSION, verdict=given)
+    assert outcome.supersessions == ()
+    assert outcome.conflict is not None and set(outcome.conflict.fact_ids) == {A, B}
+    assert {value.status for value in outcome.values} == {"unresolved"}
+    assert "a human ruled on these claims since they were recorded" in outcome.rationale
+    # Already sharing a conflict (the revert's), they get no second one.
+    shared = [
+        claim(A, "2.0.0", began=20, ruled=1, open_conflicts=frozenset({C1})),
+        claim(B, "3.0.0", began=5, open_conflicts=frozenset({C1})),
+    ]
+    assert settled(shared, HAS_VERSION).conflict is None
+
+
+def test_a_supersession_after_an_older_ruling_closes_no_earlier_than_that_ruling():
+    """3.0.0 recorded today but valid from 5 days ago; a human ruled on 2.0.0 2 days ago."""
+    claims = [claim(A, "2.0.0", began=20, ruled=2), claim(B, "3.0.0", began=5, recorded=0)]
+    [supersession] = settled(claims, HAS_VERSION).supersessions
+    assert (supersession.fact_id, supersession.by) == (A, B)
+    assert supersession.at == NOW - 2 * DAY  # not NOW - 5 days, where 3.0.0 began
 
 
 def test_settle_opens_no_second_conflict_between_claims_that_share_one():

@@ -1,5 +1,6 @@
 """The judge against the real database: verdicts as advice, and the few it may act on."""
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -151,3 +152,28 @@ def test_a_conflict_resolved_while_the_adjudicator_thought_is_skipped(member):
 
 def test_the_task_returns_the_judges_lines():
     assert judge_task.call(resolve=False) == []
+
+
+def test_a_conflict_whose_claim_a_human_ruled_on_since_is_left_for_a_human(member, steward):
+    """A steward kept Cedar Works in another conflict after both claims were written."""
+    conflict, facts = open_conflict(member)
+    ruled = Conflict.objects.create(
+        scope_id=conflict.scope_id,
+        kind="contradiction",
+        subject_id=conflict.subject_id,
+        predicate_id=conflict.predicate_id,
+        opened_at=NOW,
+        resolved_at=NOW + timedelta(hours=1),
+        resolved_by=steward,
+        resolution="kept",
+        reason="checked with Mara",
+    )
+    ConflictMember.objects.create(
+        conflict=ruled, scope_id=ruled.scope_id, fact=facts[1], role="existing", disputes=True
+    )
+    [judgement] = run_judge(resolve=True, adjudicator=ScriptedAdjudicator("supersede", 0.95))
+    assert (
+        judgement.outcome == "not acted on (a human ruled on its claims since they were recorded)"
+    )
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert live(facts) == [True, True]

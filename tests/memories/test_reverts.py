@@ -1,24 +1,31 @@
 """A steward reverts an automatic change: the prior state comes back, with a record (SPEC §12)."""
 
+from datetime import timedelta
+
 import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from memories.actions import invalidate_fact
+from memories.actions import invalidate_fact, resolve_conflict
 from memories.core.decisions import Rejected
 from memories.crawler import run_crawl
 from memories.errors import Forbidden, NotFound, StateConflict
 from memories.judge import run_judge
-from memories.models import AuditEntry, Conflict, Fact
+from memories.models import AuditEntry, Conflict, ConflictMember, Fact
 from memories.reverts import revert_automatic_change
 from memories.roles import STEWARD_PERMISSION
 from tests.changes_world import (
+    backdated_closings,
     crawler_conflict,
     crawler_supersession,
     decay_mark,
     judge_resolution,
+    maintain,
+    maintenance_closings,
+    one_two_three,
     state,
+    unlinked_values_now,
     write,
     write_path_supersession,
 )
@@ -212,3 +219,125 @@ def test_a_write_path_conflict_is_ruled_on_not_reverted(member, steward):
     entry = AuditEntry.objects.automatic().get(action="opened-conflict")
     with pytest.raises(StateConflict, match="conflict's page"):
         revert(steward, entry)
+
+
+def test_reverting_the_first_of_two_supersessions_disputes_every_live_value(member, steward):
+    """1, 2 (X), 3 (Y); X reverted: 1 is back beside 3, which X's newer fact no longer is."""
+    (one, two, three), x, _ = one_two_three(member)
+    record = revert(steward, x, "the 2 was a mistake")
+    assert [Fact.objects.get(pk=f.pk).is_live for f in (one, two, three)] == [True, False, True]
+    conflict = Conflict.objects.get(kind="reverted")
+    assert conflict.is_open
+    assert sorted((m.fact_id, m.role, m.disputes) for m in conflict.members.all()) == sorted(
+        [(one.pk, "existing", True), (three.pk, "existing", True)]
+    )
+    assert record.after["opened_conflict"] == str(conflict.pk)
+    assert set(Fact.objects.disputed().values_list("pk", flat=True)) == {one.pk, three.pk}
+    assert unlinked_values_now() == []
+
+
+def test_no_maintainer_overrides_that_revert_or_dates_a_closing_before_it(member, steward):
+    (one, _, three), x, _ = one_two_three(member)
+    record = revert(steward, x, "the 2 was a mistake")
+    conflict = Conflict.objects.get(kind="reverted")
+    for minutes in (1, 2):
+        maintain(one, now=record.at + timedelta(minutes=minutes))
+    assert Fact.objects.get(pk=one.pk).is_live and Fact.objects.get(pk=three.pk).is_live
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert list(maintenance_closings()) == [] and backdated_closings() == []
+    assert unlinked_values_now() == []
+    # The revert stands, so it is still the one revert of X.
+    with pytest.raises(StateConflict, match="already reverted"):
+        revert(steward, x)
+
+
+def test_a_revert_links_the_reopened_value_with_a_later_one_that_replaced_the_newer(
+    member, steward
+):
+    """1, 2 (X), 3 (Y), 4 (Z); X reverted: 2 and 3 are closed, 1 and 4 are what compete."""
+    (one, _, _), x, _ = one_two_three(member)
+    four = write(member, "AuthService", "core/has-version", "4")
+    revert(steward, x)
+    conflict = Conflict.objects.get(kind="reverted")
+    assert set(conflict.members.values_list("fact_id", flat=True)) == {one.pk, four.pk}
+    assert unlinked_values_now() == []
+
+
+def test_a_revert_links_every_competing_value_even_one_already_in_a_conflict(member, steward):
+    """A low-trust 4 flagged against 3 stays in its own conflict; the revert's links 1, 3 and 4."""
+    (one, _, three), x, _ = one_two_three(member)
+    four = write(member, "AuthService", "core/has-version", "4", source="agent-note")
+    flagged = Conflict.objects.get(kind="outranked")
+    revert(steward, x)
+    conflict = Conflict.objects.get(kind="reverted")
+    assert set(conflict.members.values_list("fact_id", flat=True)) == {one.pk, three.pk, four.pk}
+    assert all(conflict.members.values_list("disputes", flat=True))
+    assert Conflict.objects.get(pk=flagged.pk).is_open
+    # The flagged write's conflict closing (its incoming fact ended) leaves the revert's open.
+    invalidate_fact(actor=member, fact_id=four.pk, reason="a typo")
+    assert not Conflict.objects.get(pk=flagged.pk).is_open
+    assert Conflict.objects.get(pk=conflict.pk).is_open
+    assert unlinked_values_now() == []
+
+
+def test_reverting_both_supersessions_keeps_every_live_value_in_a_conflict(member, steward):
+    (one, two, three), x, y = one_two_three(member)
+    revert(steward, y)
+    revert(steward, x)
+    assert all(Fact.objects.get(pk=f.pk).is_live for f in (one, two, three))
+    assert unlinked_values_now() == []
+    latest = Conflict.objects.filter(kind="reverted").order_by("opened_at", "id").last()
+    assert set(latest.members.values_list("fact_id", flat=True)) == {one.pk, two.pk, three.pk}
+
+
+def test_values_a_revert_left_unlinked_are_left_for_a_human_not_superseded(member, steward):
+    """A store reverted before reverts linked every live value: 1 and 3 live, no conflict.
+
+    Truth maintenance would supersede 1 by 3 by policy, the crawler link them,
+    the judge end one on a confident verdict: a steward put 1 back after both
+    were written, so each leaves them for a human instead.
+    """
+    (one, _, three), x, _ = one_two_three(member)
+    record = revert(steward, x, "the 2 was a mistake")
+    ConflictMember.objects.filter(conflict__kind="reverted").delete()
+    Conflict.objects.filter(kind="reverted").delete()
+    for minutes in (1, 2):
+        maintain(one, now=record.at + timedelta(minutes=minutes))
+    assert Fact.objects.get(pk=one.pk).is_live and Fact.objects.get(pk=three.pk).is_live
+    assert list(maintenance_closings()) == []
+    [conflict] = Conflict.objects.open()
+    assert set(conflict.members.values_list("fact_id", flat=True)) == {one.pk, three.pk}
+    assert unlinked_values_now() == []
+
+
+def test_when_a_human_last_ruled_on_a_fact_is_read_from_rulings_reopenings_and_reverts(
+    member, steward
+):
+    (one, two, three), x, _ = one_two_three(member)
+    ids, scope_ids = [one.pk, two.pk, three.pk], [one.scope_id]
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {}
+    record = revert(steward, x)
+    # The revert's conflict names every value it put side by side.
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {
+        one.pk: record.at,
+        three.pk: record.at,
+    }
+    # A steward's ruling on it is later still.
+    conflict = Conflict.objects.get(kind="reverted")
+    resolve_conflict(actor=steward, conflict_id=conflict.pk, action="coexist", reason="both")
+    resolved_at = Conflict.objects.get(pk=conflict.pk).resolved_at
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids)[three.pk] == resolved_at
+    # Without its conflict (a revert made before reverts opened one), the revert's record.
+    ConflictMember.objects.filter(conflict=conflict).delete()
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {one.pk: record.at}
+
+
+def test_an_automatic_resolution_is_no_ruling_and_its_revert_is_one(member, steward):
+    entry, conflict, facts, _, _ = judge_resolution(member)
+    ids, scope_ids = [f.pk for f in facts], [conflict.scope_id]
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == {}
+    revert(steward, entry)
+    reopened_at = Conflict.objects.get(pk=conflict.pk).reopened_at
+    assert ConflictMember.objects.ruled_at(ids, scope_ids=scope_ids) == dict.fromkeys(
+        ids, reopened_at
+    )
