@@ -20,6 +20,10 @@ SLOW_SCRIPT_SECONDS = 6
 pytestmark = [
     pytest.mark.browser,
     needs_browser,
+    # As every browser test: the live server makes any test transactional, and
+    # without serialized_rollback its flush would leave the next test's restore
+    # of the migrations' rows colliding with rows made afresh.
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.skipif(
         BROWSER_DEADLINE < 2 * SLOW_ANSWER_SECONDS,
         reason="CLAIMGRAPH_TEST_BROWSER_DEADLINE is set too short for a slow page",
