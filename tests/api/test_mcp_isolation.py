@@ -18,17 +18,9 @@ from tests.api.conftest import fact_body
 from tests.api.mcp_client import call_http, live_site
 from tests.conftest import make_user
 from tests.deadlines import PROCESS_DEADLINE, wait_until
+from tests.racing import a_session_waits_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-def a_backend_waits_on_a_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()"
-            " AND wait_event_type = 'Lock')"
-        )
-        return cursor.fetchone()[0]
 
 
 def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(steward):
@@ -74,7 +66,7 @@ def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(
             writer = threading.Thread(target=write_as_a)
             writer.start()
             # A's call is in the server, its database session waiting on the lock.
-            wait_until(a_backend_waits_on_a_lock, what="A's call to wait on the slot's lock")
+            wait_until(a_session_waits_on_a_lock, what="A's call to wait on the slot's lock")
             recalled = call_http(url, secret_b, "recall", {"scope": "beta", "subject": "Billing"})
             assert writer.is_alive(), "A's write must still be waiting while B is answered"
         finally:
