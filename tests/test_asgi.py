@@ -9,6 +9,7 @@ from django.core.management import call_command
 
 from claimgraph_site.asgi import build_application
 from tests.api.mcp_client import live_site
+from tests.deadlines import PROCESS_DEADLINE
 
 CSS = "css/console.css"
 
@@ -21,7 +22,7 @@ def served(path: str, **headers: str) -> httpx2.Response:
     ):
         # A Django warning would say the response had to be adapted to ASGI.
         warnings.simplefilter("error")
-        return httpx2.get(f"{site}{path}", headers=headers)
+        return httpx2.get(f"{site}{path}", headers=headers, timeout=PROCESS_DEADLINE)
 
 
 def test_static_files_are_served_under_asgi_in_debug(settings):
@@ -44,10 +45,13 @@ def test_collected_static_files_are_served_under_asgi_without_debug(settings, tm
     # A handler built now loads whitenoise with these settings (from STATIC_ROOT).
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # e.g. a response Django must adapt for ASGI
-        with live_site(build_application(get_asgi_application())) as site:
-            original = httpx2.get(f"{site}/static/{CSS}")
-            compressed = httpx2.get(f"{site}/static/{CSS}", headers={"Accept-Encoding": "gzip"})
-            missing = httpx2.get(f"{site}/static/css/nothing.css")
+        with (
+            live_site(build_application(get_asgi_application())) as site,
+            httpx2.Client(base_url=site, timeout=PROCESS_DEADLINE) as http,
+        ):
+            original = http.get(f"/static/{CSS}")
+            compressed = http.get(f"/static/{CSS}", headers={"Accept-Encoding": "gzip"})
+            missing = http.get("/static/css/nothing.css")
     assert original.status_code == 200
     assert original.headers["content-type"].startswith("text/css")
     assert compressed.headers.get("content-encoding") == "gzip"

@@ -29,6 +29,7 @@ import psycopg
 import pytest
 
 from claimgraph_site.lib import embedded_db
+from tests.deadlines import PROCESS_DEADLINE, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +68,7 @@ def manage(var_dir: Path, *arguments: str) -> str:
         env=local_environment(var_dir),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_DEADLINE,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -137,7 +138,7 @@ class Agent:
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=PROCESS_DEADLINE) as response:
                 return response.status, json.loads(response.read())
         except urllib.error.HTTPError as error:
             return error.code, {}
@@ -183,15 +184,16 @@ class Writer:
             except (OSError, http.client.HTTPException):
                 time.sleep(0.05)  # the server is down: nothing was acknowledged
 
-    def wait_for(self, count: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while sum(200 <= status < 300 for status in self.statuses) < count:
-            assert time.monotonic() < deadline, f"fewer than {count} writes acknowledged"
-            time.sleep(0.02)
+    def wait_for(self, count: int) -> None:
+        wait_until(
+            lambda: sum(200 <= status < 300 for status in self.statuses) >= count,
+            what=f"{count} writes acknowledged",
+            every=0.02,
+        )
 
     def stop(self) -> None:
         self.done.set()
-        self.thread.join(timeout=60)
+        self.thread.join(timeout=PROCESS_DEADLINE)
 
 
 STARTED: list["App"] = []
@@ -230,21 +232,24 @@ class App:
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
-    def wait_until_serving(self, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
+    def wait_until_serving(self) -> None:
+        def answers() -> bool:
+            assert self.process.poll() is None, f"the server exited:\n{self.log.read_text()}"
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/", timeout=5):
-                    pass
+                address = f"http://127.0.0.1:{self.port}/api/v1/"
+                with urllib.request.urlopen(address, timeout=PROCESS_DEADLINE):
+                    return True
             except urllib.error.HTTPError:
-                return  # Django answers (the supervisor started the database first)
+                return True  # Django answers (the supervisor started the database first)
             except (OSError, http.client.HTTPException):
-                pass
-            else:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the server did not answer in time:\n{self.log.read_text()}")
+                return False  # not listening yet
+
+        try:
+            wait_until(answers, what="the server to answer", every=0.2)
+        except AssertionError as error:
+            if self.process.poll() is not None:
+                raise  # it exited, and said so with its log
+            raise AssertionError(f"{error}:\n{self.log.read_text()}") from None
 
     def ctrl_c(self) -> None:
         os.killpg(self.process.pid, signal.SIGINT)
@@ -258,13 +263,13 @@ class App:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
-    def wait_stopped(self, timeout: float = 60) -> str:
+    def wait_stopped(self) -> str:
         """Wait until every process of the session has ended; answer what they printed."""
-        self.process.wait(timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while session_members(self.process.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert session_members(self.process.pid) == []
+        self.process.wait(timeout=PROCESS_DEADLINE)
+        wait_until(
+            lambda: session_members(self.process.pid) == [],
+            what=f"every process of session {self.process.pid} to end",
+        )
         return self.log.read_text()
 
 
@@ -305,10 +310,10 @@ def kill_postmaster_and_wait_for_writes(server: embedded_db.EmbeddedServer, agen
     killed = postmaster_pid(server)
     os.kill(killed, signal.SIGKILL)
     acknowledged = len(agent.acknowledged)
-    deadline = time.monotonic() + 60
-    while len(agent.acknowledged) < acknowledged + 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(agent.acknowledged) >= acknowledged + 3, "no write succeeded after the kill"
+    wait_until(
+        lambda: len(agent.acknowledged) >= acknowledged + 3,
+        what="three writes acknowledged after the postmaster's kill",
+    )
     assert postmaster_pid(server) != killed
 
 
@@ -354,7 +359,11 @@ def test_the_embedded_default_survives_every_kind_of_stop(var_dir: Path, tmp_pat
             # `make stop` does.
             assert embedded_db.accepts_connections(server)
             stopped = subprocess.run(
-                ["make", "stop"], cwd=ROOT, env=local_environment(var_dir), capture_output=True
+                ["make", "stop"],
+                cwd=ROOT,
+                env=local_environment(var_dir),
+                capture_output=True,
+                timeout=PROCESS_DEADLINE,
             )
             assert stopped.returncode == 0, stopped.stdout + stopped.stderr
             assert_database_stopped(server)
@@ -397,7 +406,7 @@ def test_processes_starting_together_start_one_server(var_dir: Path):
     starters = [
         subprocess.Popen([sys.executable, "-c", script, str(var_dir)], cwd=ROOT) for _ in range(4)
     ]
-    assert [starter.wait(timeout=120) for starter in starters] == [0, 0, 0, 0]
+    assert [starter.wait(timeout=PROCESS_DEADLINE) for starter in starters] == [0, 0, 0, 0]
     log = embedded_db.EmbeddedServer.at(var_dir).log.read_text()
     assert log.count("starting PostgreSQL") == 1
     # The last of them to leave stopped it.
@@ -410,7 +419,9 @@ def test_local_work_defaults_to_debug_and_deployment_does_not(var_dir: Path):
     def debug(**environment: str) -> subprocess.CompletedProcess:
         env = local_environment(var_dir, DJANGO_SETTINGS_MODULE="claimgraph_site.settings")
         env.update(environment)
-        return subprocess.run(show, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            show, cwd=ROOT, env=env, capture_output=True, text=True, timeout=PROCESS_DEADLINE
+        )
 
     assert debug().stdout.strip() == "True"
     assert debug(DJANGO_SECRET_KEY="s" * 50).stdout.strip() == "False"

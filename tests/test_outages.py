@@ -11,8 +11,7 @@ database refuses every connection for a while (``ALLOW_CONNECTIONS false``).
 """
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +31,11 @@ from django.urls import include, path
 from accounts.actions import issue_token
 from claimgraph_site import outages
 from memories import errors
+from tests.deadlines import PROCESS_DEADLINE, wait_until
 
 # Requests are served on another thread, so they must see committed data;
 # serialized_rollback keeps the vocabulary the data migrations seeded.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-WAIT_SECONDS = 20
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ class Worker:
         return self.thread.submit(self._serve, method, path, body, headers or {})
 
     def request(self, method: str, path: str, **options: Any) -> Answer:
-        return self.start(method, path, **options).result(timeout=WAIT_SECONDS)
+        return self.start(method, path, **options).result(timeout=PROCESS_DEADLINE)
 
     def backend_pid(self) -> int | None:
         """The server process behind the thread's connection (read client-side, no query)."""
@@ -80,10 +78,10 @@ class Worker:
             raw = connection.connection
             return None if raw is None or raw.closed else raw.info.backend_pid
 
-        return self.thread.submit(pid).result(timeout=WAIT_SECONDS)
+        return self.thread.submit(pid).result(timeout=PROCESS_DEADLINE)
 
     def stop(self) -> None:
-        self.thread.submit(connections.close_all).result(timeout=WAIT_SECONDS)
+        self.thread.submit(connections.close_all).result(timeout=PROCESS_DEADLINE)
         self.thread.shutdown()
 
     def _serve(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Answer:
@@ -159,14 +157,6 @@ def a_fact(version: str) -> dict[str, str]:
     }
 
 
-def wait_for(find: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while (found := find()) is None:
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-    return found
-
-
 def _one(sql: str, parameters: list | None = None) -> Any:
     with connection.cursor() as cursor:
         # Inside a transaction PostgreSQL keeps showing the statistics views
@@ -180,10 +170,10 @@ def _one(sql: str, parameters: list | None = None) -> Any:
 def terminate(pid: int) -> None:
     """The server ends that connection, as it does when it shuts down or is told to."""
     assert _one("SELECT pg_terminate_backend(%s)", [pid]) is True
-    wait_for(
-        lambda: (
-            True if _one("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]) is None else None
-        )
+    wait_until(
+        lambda: _one("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]) is None,
+        what=f"backend {pid} to end",
+        every=0.02,
     )
 
 
@@ -199,8 +189,8 @@ def killed_mid_request(worker: Worker, table: str, method: str, path: str, **opt
     with transaction.atomic():
         _one(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         pending = worker.start(method, path, **options)
-        terminate(wait_for(the_backend_waiting_on_a_lock))
-    return pending.result(timeout=WAIT_SECONDS)
+        terminate(wait_until(the_backend_waiting_on_a_lock, what="the request to wait on the lock"))
+    return pending.result(timeout=PROCESS_DEADLINE)
 
 
 @contextmanager

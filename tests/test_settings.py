@@ -10,6 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from claimgraph_site.lib.env import env_bool, env_float, env_int, env_list
+from tests.deadlines import PROCESS_DEADLINE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +49,7 @@ def start_settings(**environment: str) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_DEADLINE,
     )
 
 
@@ -82,7 +83,7 @@ def test_production_settings_pass_the_deployment_checks():
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_DEADLINE,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout

@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts.actions import issue_token
 from claimgraph_site.signin import client_address
 from tests.conftest import make_user
+from tests.deadlines import PROCESS_DEADLINE
 
 pytestmark = pytest.mark.django_db
 
@@ -201,7 +202,7 @@ def settings_in_a_new_process(**environment: str) -> subprocess.CompletedProcess
         env={**env, "DJANGO_SETTINGS_MODULE": "claimgraph_site.settings"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_DEADLINE,
     )
 
 

@@ -11,7 +11,6 @@ import os
 import socket
 import sys
 import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +23,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+
+from tests.deadlines import PROCESS_DEADLINE, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,16 +41,18 @@ def live_site(application: Any = None) -> Iterator[str]:
     server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
+
+    def started() -> bool:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn stopped before it started serving")
+        return server.started
+
+    wait_until(started, what="uvicorn to start", every=0.02)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=30)
+        thread.join(timeout=PROCESS_DEADLINE)
         listening.close()
 
 
@@ -59,7 +62,7 @@ Session = Callable[[ClientSession], Awaitable[Any]]
 async def _over_http(url: str, secret: str | None, work: Session) -> Any:
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        httpx2.AsyncClient(headers=headers, timeout=PROCESS_DEADLINE) as http,
         streamable_http_client(url, http_client=http) as streams,
         ClientSession(streams[0], streams[1]) as session,
     ):

@@ -16,6 +16,7 @@ from api.mcp.guide import INSTRUCTIONS
 from memories.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
 from tests.api.mcp_client import body, call_http, live_site, over_http
+from tests.deadlines import PROCESS_DEADLINE
 
 # serialized_rollback: data migrations seed the vocabulary and the stewards group.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -42,6 +43,15 @@ def site() -> str:
 @pytest.fixture
 def mcp_url(site) -> str:
     return f"{site}/mcp/"
+
+
+def post(url: str, **options) -> httpx2.Response:
+    # httpx gives up after 5 s unless told otherwise; a busy machine may take longer.
+    return httpx2.post(url, timeout=PROCESS_DEADLINE, **options)
+
+
+def get(url: str, **options) -> httpx2.Response:
+    return httpx2.get(url, timeout=PROCESS_DEADLINE, **options)
 
 
 def token(user: User) -> str:
@@ -148,13 +158,13 @@ def test_without_a_valid_token_the_answer_is_401_before_any_tool_runs(mcp_url, m
     headers = {"Accept": "application/json, text/event-stream"}
     for authorization in (None, "Bearer not-a-token", "Basic bWlyYTpwdw=="):
         sent = {**headers, **({"Authorization": authorization} if authorization else {})}
-        response = httpx2.post(mcp_url, json=initialize, headers=sent)
+        response = post(mcp_url, json=initialize, headers=sent)
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
     # A deactivated account's token is no token.
     secret = token(member)
     User.objects.filter(pk=member.pk).update(is_active=False)
-    response = httpx2.post(
+    response = post(
         mcp_url, json=initialize, headers={**headers, "Authorization": f"Bearer {secret}"}
     )
     assert response.status_code == 401
@@ -294,7 +304,7 @@ def test_every_tool_acts_as_the_tokens_account(mcp_url, member, author, steward)
 
 
 def test_mcp_answers_for_djangos_hosts_only_and_carries_security_headers(mcp_url, site):
-    response = httpx2.post(mcp_url, json={})
+    response = post(mcp_url, json={})
     assert response.status_code == 401
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["x-frame-options"] == "DENY"
@@ -303,26 +313,26 @@ def test_mcp_answers_for_djangos_hosts_only_and_carries_security_headers(mcp_url
     assert response.headers["cache-control"] == "no-store"
 
     for host in ("evil.example", "127.0.0.1.evil.example", ""):
-        refused = httpx2.post(mcp_url, json={}, headers={"Host": host})
+        refused = post(mcp_url, json={}, headers={"Host": host})
         assert refused.status_code == 400, host
-    assert httpx2.post(mcp_url, json={}, headers={"Host": "localhost:1"}).status_code == 401
+    assert post(mcp_url, json={}, headers={"Host": "localhost:1"}).status_code == 401
 
-    page = httpx2.post(mcp_url, json={}, headers={"Origin": "https://evil.example"})
+    page = post(mcp_url, json={}, headers={"Origin": "https://evil.example"})
     assert page.status_code == 403
-    same_site = httpx2.post(mcp_url, json={}, headers={"Origin": site})
+    same_site = post(mcp_url, json={}, headers={"Origin": site})
     assert same_site.status_code == 401
 
     # "/mcp" without its slash keeps the method.
-    moved = httpx2.post(mcp_url.rstrip("/"), json={})
+    moved = post(mcp_url.rstrip("/"), json={})
     assert (moved.status_code, moved.headers["location"]) == (308, "/mcp/")
 
 
 def test_django_still_answers_beside_mcp_with_its_own_middleware(site):
-    page = httpx2.get(f"{site}/signin/")
+    page = get(f"{site}/signin/")
     assert page.status_code == 200
     assert "nonce-" in page.headers["content-security-policy"]
-    assert httpx2.get(f"{site}/signin/", headers={"Host": "evil.example"}).status_code == 400
-    api = httpx2.get(f"{site}/api/v1/truth?scope=project")
+    assert get(f"{site}/signin/", headers={"Host": "evil.example"}).status_code == 400
+    api = get(f"{site}/api/v1/truth?scope=project")
     assert (api.status_code, api.json()["code"]) == (401, "unauthenticated")
 
 
@@ -330,9 +340,9 @@ def test_outside_debug_mcp_asks_for_https_as_django_does(mcp_url, settings):
     settings.SECURE_SSL_REDIRECT = True
     settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     settings.SECURE_HSTS_SECONDS = 3600
-    plain = httpx2.post(f"{mcp_url}?x=1", json={})
+    plain = post(f"{mcp_url}?x=1", json={})
     assert plain.status_code == 308
     assert plain.headers["location"] == mcp_url.replace("http://", "https://") + "?x=1"
-    proxied = httpx2.post(mcp_url, json={}, headers={"X-Forwarded-Proto": "https"})
+    proxied = post(mcp_url, json={}, headers={"X-Forwarded-Proto": "https"})
     assert proxied.status_code == 401
     assert proxied.headers["strict-transport-security"].startswith("max-age=3600")

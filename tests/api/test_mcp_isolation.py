@@ -5,7 +5,6 @@ process); each call is the SDK's own client over Streamable HTTP.
 """
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -18,10 +17,10 @@ from memories.slots import lock_slot
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import call_http, live_site
 from tests.conftest import make_user
+from tests.deadlines import PROCESS_DEADLINE, wait_until
+from tests.racing import a_session_waits_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-HELD_SECONDS = 6.0
 
 
 def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(steward):
@@ -37,15 +36,17 @@ def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(
     secret_a = issue_token(actor=agent_a, name="a")[1]
     secret_b = issue_token(actor=agent_b, name="b")[1]
 
-    locked = threading.Event()
+    locked, release = threading.Event(), threading.Event()
+    held: dict[str, bool] = {}
 
     def hold_the_slot() -> None:
-        # A long transaction elsewhere (an import, a withdrawal) holding A's slot.
+        # A long transaction elsewhere (an import, a withdrawal) holding A's
+        # slot until B has been answered: held["until B"] says it lasted.
         try:
             with transaction.atomic():
                 lock_slot(alpha.pk, standing.subject_id, "predicate:core/has-version")
                 locked.set()
-                time.sleep(HELD_SECONDS)
+                held["until B"] = release.wait(PROCESS_DEADLINE)
         finally:
             connection.close()
 
@@ -60,20 +61,23 @@ def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(
         url = f"{site}/mcp/"
         holder = threading.Thread(target=hold_the_slot)
         holder.start()
-        assert locked.wait(30)
-        writer = threading.Thread(target=write_as_a)
-        writer.start()
-        time.sleep(1.0)
-        assert writer.is_alive(), answers  # A's call is in the server, waiting
-        started = time.monotonic()
-        recalled = call_http(url, secret_b, "recall", {"scope": "beta", "subject": "Billing"})
-        took = time.monotonic() - started
-        assert writer.is_alive(), "A's write must still be waiting while B is answered"
-        holder.join()
-        writer.join(60)
+        try:
+            assert locked.wait(PROCESS_DEADLINE)
+            writer = threading.Thread(target=write_as_a)
+            writer.start()
+            # A's call is in the server, its database session waiting on the lock.
+            wait_until(a_session_waits_on_a_lock, what="A's call to wait on the slot's lock")
+            recalled = call_http(url, secret_b, "recall", {"scope": "beta", "subject": "Billing"})
+            assert writer.is_alive(), "A's write must still be waiting while B is answered"
+        finally:
+            release.set()
+            holder.join()
+        writer.join(PROCESS_DEADLINE)
 
+    # Had B's call queued behind A's, it would have been answered only once the
+    # holder gave up the lock on its own, at the deadline.
+    assert held == {"until B": True}, "B's recall waited for A's call to get its lock"
     assert not recalled.is_error
     assert [fact["object"] for fact in recalled.structured_content["results"]] == ["1.0"]
-    assert took < 1.0, f"B's recall took {took:.2f} s while A's call waited on a lock"
     assert not answers["a"].is_error
     assert answers["a"].structured_content["status"] == "superseded"

@@ -9,6 +9,7 @@ from admissions.actions import record_verdict
 from memories.actions import assert_fact
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import ROOT, body, over_stdio, stdio_parameters
+from tests.deadlines import PROCESS_DEADLINE
 
 # Committed data, for the command's own connection to see it; the data
 # migrations' rows come back after each flush.
@@ -66,7 +67,7 @@ def test_the_command_refuses_an_unknown_account(db):
         env=parameters.env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_DEADLINE,
         stdin=subprocess.DEVNULL,
     )
     assert finished.returncode != 0

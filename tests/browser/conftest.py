@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import BROWSER_DEADLINE
+
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).parent / "screenshots"
 PASSWORD = "a-long-test-password"
@@ -26,16 +28,22 @@ if _missing and os.environ.get("CLAIMGRAPH_REQUIRE_BROWSER") == "1":
 
 needs_browser = pytest.mark.skipif(_missing, reason=f"{CHROMIUM} is not installed")
 
+# Every wait of Playwright's (a navigation, a locator's action or wait_for, an
+# expect) is on a condition and ends as soon as it holds; on a busy machine a
+# page can take many seconds, so none gives up before this (tests/deadlines.py).
+DEADLINE_MS = BROWSER_DEADLINE * 1000
+
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator:
     from django.db import connections
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     serialized = {
         alias: getattr(connections[alias], "_test_serialized_contents", None)
         for alias in connections
     }
+    expect.set_options(timeout=DEADLINE_MS)
     with sync_playwright() as playwright:
         # Playwright's event loop leaves this thread in a new context, and
         # Django keeps one connection object per context: without the copy,
@@ -77,7 +85,8 @@ class Watched:
         )
         options = {"viewport": {"width": 1280, "height": 900}, **options}
         self.context = browser.new_context(base_url=base_url, **options)
-        self.context.set_default_timeout(10_000)
+        self.context.set_default_timeout(DEADLINE_MS)
+        self.context.set_default_navigation_timeout(DEADLINE_MS)
         self.errors: list[str] = []
         self.page = self.context.new_page()
         self.page.on("console", self._console)

@@ -184,11 +184,14 @@ def filter_changes(page) -> list:
 
 
 def same_query(page, why: str) -> None:
-    """The address's query equals the filter form, once htmx has settled (3 s at most)."""
+    """The address's query equals the filter form, once htmx has settled.
+
+    Waits for them to agree (up to the browser deadline); if they never do, the
+    assertion shows both rather than Playwright's timeout.
+    """
     with contextlib.suppress(PlaywrightTimeout):
         page.wait_for_function(
-            f"() => JSON.stringify(({URL_QUERY})()) === JSON.stringify(({FORM_QUERY})())",
-            timeout=3000,
+            f"() => JSON.stringify(({URL_QUERY})()) === JSON.stringify(({FORM_QUERY})())"
         )
     url, form = page.evaluate(URL_QUERY), page.evaluate(FORM_QUERY)
     assert url == form, f"{why}: address {url}, form {form}"

@@ -29,6 +29,7 @@ from memories.core.truth import Claim, claim_set_hash
 from memories.models import Adjudication, Predicate, TruthSlot
 from memories.tasks import recompute_slot_task
 from memories.vocabulary import forget_vocabulary
+from tests.deadlines import PROCESS_DEADLINE
 from tests.taskqueue import drain_queue, task_statuses
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -107,7 +108,9 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 
 def adjudicator(fake: FakeLLM, **extra) -> LLMAdjudicator:
-    options = {"timeout": 2.0, "retries": 2, "backoff": 0.01} | extra
+    # The fake answers at once, but a busy machine may take a while to run it:
+    # only the test of the time limit itself sets a short one.
+    options = {"timeout": PROCESS_DEADLINE, "retries": 2, "backoff": 0.01} | extra
     return LLMAdjudicator(url=fake.url, model="judge-1", key="sk-test", **options)
 
 
@@ -186,13 +189,16 @@ def test_a_malformed_answer_is_no_usable_verdict(fake_llm, reply, problem):
 
 
 def test_a_slow_endpoint_times_out_and_is_retried_within_bounds(fake_llm):
-    fake_llm.replies = [Reply(body="{}", delay=1.5), Reply(body="{}", delay=1.5)]
+    # A reply far slower than the 0.2 s limit: the client must give up on
+    # each attempt rather than wait for it, which a busy machine cannot blur.
+    slow = 10.0
+    fake_llm.replies = [Reply(body="{}", delay=slow), Reply(body="{}", delay=slow)]
     started = time.monotonic()
     answer = adjudicator(fake_llm, timeout=0.2, retries=1).adjudicate(REQUEST)
     assert answer.verdict is None
     assert answer.problem == "the adjudicator is unavailable: timed out"
     assert len(fake_llm.requests) == 2
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < slow
 
 
 def test_a_failing_endpoint_is_retried_until_it_answers(fake_llm):

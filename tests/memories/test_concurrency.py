@@ -5,8 +5,8 @@ these are separate PostgreSQL sessions racing for the same rows and locks.
 """
 
 import threading
-import time
 from collections import Counter
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,7 +15,8 @@ from django.db import connection, connections, transaction
 from memories.actions import assert_fact
 from memories.models import Entity, Fact
 from memories.slots import lock_slot
-from tests.racing import race
+from tests.deadlines import PROCESS_DEADLINE, wait_until
+from tests.racing import a_session_waits_on_a_lock, race
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -72,6 +73,7 @@ def test_writers_on_different_slots_do_not_wait_for_each_other(member, scope):
     """Hold one slot's lock in another session; a write to another slot goes straight through."""
     held = threading.Event()
     release = threading.Event()
+    kept: dict[str, bool] = {}
     subject = Entity(scope=scope, name="HeldService")
     subject.set_keys()
     subject.save()
@@ -81,16 +83,16 @@ def test_writers_on_different_slots_do_not_wait_for_each_other(member, scope):
             with transaction.atomic():
                 lock_slot(scope.pk, subject.pk, "predicate:core/has-version")
                 held.set()
-                release.wait(timeout=30)
+                # Until the test lets go: kept["until released"] says it lasted.
+                kept["until released"] = release.wait(PROCESS_DEADLINE)
         finally:
             connection.close()
 
     holder = threading.Thread(target=hold_the_lock)
     holder.start()
-    assert held.wait(timeout=10)
+    assert held.wait(PROCESS_DEADLINE)
 
-    def timed_write(subject_name):
-        started = time.monotonic()
+    def write(subject_name):
         assert_fact(
             actor=member,
             data={
@@ -102,18 +104,20 @@ def test_writers_on_different_slots_do_not_wait_for_each_other(member, scope):
             },
         )
         connections.close_all()
-        return time.monotonic() - started
 
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            free = pool.submit(timed_write, "OtherService").result(timeout=10)
-            blocked = pool.submit(timed_write, "HeldService")
-            time.sleep(1.0)
+            free = pool.submit(write, "OtherService")
+            futures.wait([free], timeout=PROCESS_DEADLINE)
+            # Written while the holder still held the lock, not once it gave up.
+            assert free.done() and kept == {}, "the write to another slot waited for the lock"
+            free.result()
+            blocked = pool.submit(write, "HeldService")
+            wait_until(a_session_waits_on_a_lock, what="the write to the held slot to wait")
             assert not blocked.done(), "a write to the held slot must wait for the lock"
             release.set()
-            waited = blocked.result(timeout=10)
+            blocked.result(timeout=PROCESS_DEADLINE)
     finally:
         release.set()
         holder.join()
-    assert free < 1.0
-    assert waited >= 1.0
+    assert kept == {"until released": True}

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -38,6 +38,7 @@ from memories.tasks import (
 )
 from memories.worker import Scheduler
 from tests.conftest import at, make_user
+from tests.deadlines import PROCESS_DEADLINE, wait_until
 from tests.racing import race
 from tests.taskqueue import run_queued_tasks, task_statuses
 
@@ -60,14 +61,6 @@ def worker_environment() -> dict[str, str]:
         # The embedded server: the worker joins it and names the test database.
         env["CLAIMGRAPH_DATABASE_NAME"] = database["NAME"]
     return env
-
-
-def wait_for(condition, *, timeout: float = 15.0, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -109,15 +102,16 @@ def test_the_real_worker_runs_queued_work_beats_and_stops_cleanly(member):
             )
             return list(statuses) == [TaskResultStatus.SUCCESSFUL] * 2
 
-        wait_for(done, what="the worker to run both tasks")
+        wait_until(done, what="the worker to run both tasks", every=0.1)
         assert TruthSlot.objects.get().decided_by == "detection"
         assert DBTaskResult.objects.get(pk=beat.id).return_value == "worker-under-test"
         # The scheduler's first round: a heartbeat and the stale-slot sweep.
-        wait_for(
+        wait_until(
             lambda: DBTaskResult.objects.filter(
                 task_path=sweep_stale_slots_task.module_path, status=TaskResultStatus.SUCCESSFUL
             ).exists(),
             what="the periodic sweep",
+            every=0.1,
         )
         health = background_health()
         assert health.healthy, health.problems
@@ -125,7 +119,7 @@ def test_the_real_worker_runs_queued_work_beats_and_stops_cleanly(member):
         assert health.last_heartbeat.pid == process.pid
     finally:
         process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=15)
+        output, _ = process.communicate(timeout=PROCESS_DEADLINE)
 
     assert process.returncode == 0, output
     assert "worker worker-under-test stopped" in output
@@ -166,18 +160,27 @@ def test_three_real_workers_enqueue_a_periodic_job_once_per_period():
     names = [f"racer-{n}" for n in range(3)]
     workers = [start_worker(name, CLAIMGRAPH_STALE_SWEEP_SECONDS="1") for name in names]
     try:
-        wait_for(
+        wait_until(
             lambda: WorkerHeartbeat.objects.filter(worker_id__in=names).count() == 3,
-            timeout=30,
             what="the three workers' first heartbeats",
+            every=0.1,
         )
         all_running = time.time()
-        time.sleep(6.5)
+        # Until a run is enqueued five whole periods on: at least five periods
+        # in which all three ran, however long a busy machine takes to get there.
+        fifth = datetime.fromtimestamp(math.ceil(all_running) + 5, tz=UTC)
+        wait_until(
+            lambda: DBTaskResult.objects.filter(
+                task_path=sweep_stale_slots_task.module_path, enqueued_at__gte=fifth
+            ).exists(),
+            what="a sweep enqueued five periods after all three workers started",
+            every=0.1,
+        )
         stopping = time.time()
     finally:
         for process in workers:
             process.send_signal(signal.SIGTERM)
-        outputs = [process.communicate(timeout=15)[0] for process in workers]
+        outputs = [process.communicate(timeout=PROCESS_DEADLINE)[0] for process in workers]
     assert [process.returncode for process in workers] == [0, 0, 0], outputs
 
     enqueued = DBTaskResult.objects.filter(task_path=sweep_stale_slots_task.module_path)
