@@ -6,16 +6,14 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 from django.db import connection
 
+from tests.deadlines import PROCESS_DEADLINE
+
 ROOT = Path(__file__).resolve().parents[1]
-# Long enough for a loaded two-core machine; a real hang still fails.
-DEADLINE_SECONDS = float(os.environ.get("CLAIMGRAPH_TEST_PROCESS_DEADLINE", "120"))
 
 
 def database_environment(**extra: str) -> dict[str, str]:
@@ -47,17 +45,6 @@ def production_environment(**extra: str) -> dict[str, str]:
         PYTHONWARNINGS="ignore::UserWarning",
         **extra,
     )
-
-
-def wait_for(
-    condition: Callable[[], bool], *, what: str, timeout: float = DEADLINE_SECONDS
-) -> None:
-    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def free_port() -> int:
@@ -104,7 +91,7 @@ class Process:
         assert self.popen is not None
         os.killpg(self.popen.pid, signal.SIGTERM)
         try:
-            self.popen.wait(timeout=DEADLINE_SECONDS)
+            self.popen.wait(timeout=PROCESS_DEADLINE)
         except subprocess.TimeoutExpired:
             self.kill()
 

@@ -38,13 +38,13 @@ from memories.models import Fact, PeriodicRun, Scope, TouchedSlot, WorkerHeartbe
 from memories.roles import STEWARDS_GROUP
 from memories.tasks import PeriodicJob
 from tests.conftest import make_user
+from tests.deadlines import wait_until
 from tests.processes import (
     ROOT,
     free_port,
     listening,
     production_environment,
     task_worker,
-    wait_for,
     web_server,
 )
 
@@ -230,7 +230,7 @@ def test_two_servers_and_two_workers_survive_a_kill_each_and_keep_every_answered
     try:
         for process in (*servers, *workers):
             process.start()
-        wait_for(lambda: all(listening(port) for port in ports), what="both web servers")
+        wait_until(lambda: all(listening(port) for port in ports), what="both web servers")
         for client in clients:
             client.start()
         time.sleep(SOAK_SECONDS / 2)
@@ -242,7 +242,7 @@ def test_two_servers_and_two_workers_survive_a_kill_each_and_keep_every_answered
         time.sleep(2)
         servers[0].start()
         workers[0].start()
-        wait_for(lambda: listening(ports[0]), what="the restarted web server")
+        wait_until(lambda: listening(ports[0]), what="the restarted web server")
         site.down.discard(ports[0])
         time.sleep(SOAK_SECONDS / 2)
     finally:
@@ -252,8 +252,8 @@ def test_two_servers_and_two_workers_survive_a_kill_each_and_keep_every_answered
     try:
         # The workers finish what the load left them and take back what the
         # killed one left; then they stop as a deploy stops them.
-        wait_for(_maintained, what="the workers to drain the touched slots")
-        wait_for(_no_worker_lost, what="the live workers to take back the killed one's work")
+        wait_until(_maintained, what="the workers to drain the touched slots")
+        wait_until(_no_worker_lost, what="the live workers to take back the killed one's work")
     finally:
         for process in (*servers, *workers):
             process.stop()

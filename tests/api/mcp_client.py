@@ -7,7 +7,6 @@ loop.
 
 import asyncio
 import json
-import os
 import socket
 import sys
 import threading
@@ -18,13 +17,13 @@ from typing import Any
 
 import httpx2
 import uvicorn
-from django.db import connection
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from tests.deadlines import PROCESS_DEADLINE, wait_until
+from tests.processes import database_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,20 +80,7 @@ def call_http(url: str, secret: str, tool: str, arguments: dict[str, Any]) -> Ca
 
 def stdio_parameters(username: str) -> StdioServerParameters:
     """``manage.py mcp --user USERNAME`` against this test run's database."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key.startswith(("DJANGO_", "CLAIMGRAPH_")) or key in ("PATH", "HOME")
-    }
-    database = connection.settings_dict
-    if "DATABASE_URL" in os.environ:
-        password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
-        env["DATABASE_URL"] = (
-            f"postgresql://{database['USER']}{password}@{database['HOST']}:{database['PORT']}"
-            f"/{database['NAME']}"
-        )
-    else:  # the embedded server, which the command joins
-        env["CLAIMGRAPH_DATABASE_NAME"] = database["NAME"]
+    env = database_environment()
     return StdioServerParameters(
         command=sys.executable,
         args=[str(ROOT / "manage.py"), "mcp", "--user", username],

@@ -5,18 +5,15 @@ database; the others drive the same pieces in-process.
 """
 
 import math
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.tasks import TaskResultStatus
 from django.urls import reverse
 from django.utils import timezone
@@ -39,28 +36,9 @@ from memories.tasks import (
 from memories.worker import Scheduler
 from tests.conftest import at, make_user
 from tests.deadlines import PROCESS_DEADLINE, wait_until
+from tests.processes import ROOT, database_environment
 from tests.racing import race
 from tests.taskqueue import run_queued_tasks, task_statuses
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def worker_environment() -> dict[str, str]:
-    """The environment of a worker process that uses this test run's database."""
-    database = connection.settings_dict
-    env = {key: value for key, value in os.environ.items() if key != "CLAIMGRAPH_TEST_DATABASE"}
-    env["DJANGO_DEBUG"] = "1"
-    if os.environ.get("DATABASE_URL"):
-        credentials = quote(database["USER"]) + (
-            f":{quote(database['PASSWORD'])}" if database["PASSWORD"] else ""
-        )
-        env["DATABASE_URL"] = (
-            f"postgresql://{credentials}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
-        )
-    else:
-        # The embedded server: the worker joins it and names the test database.
-        env["CLAIMGRAPH_DATABASE_NAME"] = database["NAME"]
-    return env
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -89,7 +67,7 @@ def test_the_real_worker_runs_queued_work_beats_and_stops_cleanly(member):
             "--worker-id=worker-under-test",
         ],
         cwd=ROOT,
-        env=worker_environment(),
+        env=database_environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -145,7 +123,7 @@ def start_worker(worker_id: str, **environment: str) -> subprocess.Popen:
             f"--worker-id={worker_id}",
         ],
         cwd=ROOT,
-        env=worker_environment() | environment,
+        env=database_environment() | environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
