@@ -71,6 +71,17 @@ class Design:
 DESIGNS = {
     # As production runs: gunicorn.conf.py's uvicorn workers, ASGI, MCP mounted.
     "uvicorn": Design([*GUNICORN, "claimgraph_site.asgi:application"], serves_mcp=True),
+    # The same with uvicorn's pure-Python HTTP parser and asyncio's own loop,
+    # what it runs without httptools and uvloop installed.
+    "uvicorn-h11": Design(
+        [
+            *GUNICORN,
+            "--worker-class",
+            "uvicorn_worker.UvicornH11Worker",
+            "claimgraph_site.asgi:application",
+        ],
+        serves_mcp=True,
+    ),
     # Threaded WSGI: each request a thread of a small pool, each thread its own
     # persistent connection. The console and the REST API only.
     "gthread": Design(
