@@ -332,7 +332,7 @@ SELECT {", ".join(_columns("f", Fact))},
     )
 }
   -- A probe of the fact's own memberships: as an EXISTS, PostgreSQL may hash
-  -- every disputed membership of the store instead (5-8 ms at 1,000,000 facts).
+  -- every disputed membership of the store instead.
   LEFT JOIN LATERAL (
       SELECT true AS yes FROM {ConflictMember._meta.db_table} m
         JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id AND c.scope_id = m.scope_id
@@ -572,8 +572,8 @@ def open_challenge_entries(
     alone and a page walks its filing-order index, loading each entry's
     ``challenge`` record with what the Challenges list shows. The facts they
     challenge come in a query of their own, named (``FactQuerySet.named``):
-    joined in, the eight tables took PostgreSQL 9 ms to plan against 1 ms to
-    run (docs/performance.md, "The list pages under ten times their SQL").
+    joined in, PostgreSQL took longer to plan the eight tables than to run them
+    (docs/bench-log/2026-12-02-console-pages.md).
     """
     entries = OpenChallenge.objects.filter(scope_id__in=scope_ids)
     if scope is not None:
@@ -781,8 +781,8 @@ def recall_through_orm(
 # a ``user`` fact only for its author, a ``system`` fact only when admitted
 # and not suspended (``in_effect``), with the rows ``for_display`` joins.
 # tests/admissions/test_recall_statement.py holds the two to the same answers.
-# Through the ORM, building and compiling the QuerySet took longer than
-# PostgreSQL took to plan and run it (docs/performance.md, "Reads").
+# Not through the ORM: building and compiling the QuerySet took longer than
+# running it (docs/bench-log/2026-12-01-reads.md).
 _TRUTH_SQL = f"""
 SELECT {", ".join(_columns("f", Fact))},
        {", ".join(", ".join(_columns(alias, model)) for alias, _, model, _ in _SHOWN_RELATIONS)}

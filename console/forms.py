@@ -34,12 +34,10 @@ def storable_text(value: object) -> None:
 
 # Django's own widget templates, in the Jinja2 versions Django ships beside the
 # template-language ones: the same markup (but for blank lines, and a quote
-# escaped as &#34;), rendered about five times faster. A scope filter lists
-# every scope, and its fifty options rendered by the template language were
-# half of a light page's time (docs/performance.md, "The list pages under ten
-# times their SQL"). One instance, so each template is compiled once per
-# process. The admin keeps the site's default renderer: its widgets have
-# template-language templates only.
+# escaped as &#34;), rendered faster, which a scope filter listing every scope
+# needs (docs/bench-log/2026-12-02-console-pages.md). One instance, so each
+# template is compiled once per process. The admin keeps the site's default
+# renderer: its widgets have template-language templates only.
 CONSOLE_RENDERER = Jinja2()
 
 

@@ -191,11 +191,10 @@ def _shown_candidates(scope_ids: list[int]) -> Callable[[list], QuerySet[Fact]]:
     the fact's display, its open conflict if any, and its claims.
 
     The queue's own statement also joins the verdicts, to leave out the facts
-    that have one; with the six tables a row displays that is eight, and
-    PostgreSQL took 20-40 ms to plan them together against under 2 ms to run
-    them. The page's ids come from the queue without its joins, and its rows
-    by id without the verdicts: under 2 ms of planning in all
-    (docs/performance.md, "The list pages under ten times their SQL").
+    that have one; with the six tables a row displays that is eight, which
+    PostgreSQL took far longer to plan than to run. So the page's ids come from
+    the queue without its joins, and its rows by id without the verdicts
+    (docs/bench-log/2026-12-02-console-pages.md).
     """
     in_conflict = ConflictMember.objects.filter(
         fact=OuterRef("pk"), conflict__resolved_at__isnull=True
