@@ -118,3 +118,25 @@ def create_database(database: str) -> None:
     _recreate(database)
     use_database(database)
     call_command("migrate", verbosity=0)
+
+
+def server_environment(database_url: str, *, write_rate: str = "100000000") -> dict[str, str]:
+    """The environment of a server process as production runs it, on ``database_url``.
+
+    DEBUG off with a secret, plain HTTP on loopback, the write limit at
+    ``write_rate`` a minute (on, as in production; by default too high to
+    refuse), and quiet: whitenoise warns that collectstatic has not run, and
+    the API needs no static files.
+    """
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "claimgraph_site.settings",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", secrets.token_urlsafe(50)),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "DATABASE_URL": database_url,
+        "CLAIMGRAPH_API_WRITE_RATE": write_rate,
+        "CLAIMGRAPH_LOG_LEVEL": "ERROR",
+        "PYTHONWARNINGS": "ignore::UserWarning",
+    }

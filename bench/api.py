@@ -30,9 +30,7 @@ round, and each side's best round counts.
 
 import argparse
 import json
-import os
 import re
-import secrets
 import signal
 import socket
 import statistics
@@ -44,7 +42,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from _setup import ROOT, drop_database, raw_connection, start_django
+from _setup import ROOT, drop_database, raw_connection, server_environment, start_django
 
 DATABASE = "bench_api"
 SLOTS = 40
@@ -254,19 +252,7 @@ class Gunicorn:
     ) -> None:
         self.options = options
         self.worker_class = worker_class or options.worker_class
-        self.env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "claimgraph_site.settings",
-            "DJANGO_DEBUG": "0",
-            "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", secrets.token_urlsafe(50)),
-            "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-            "DJANGO_SECURE_SSL_REDIRECT": "0",  # plain HTTP on loopback
-            "DATABASE_URL": database_url,
-            "CLAIMGRAPH_API_WRITE_RATE": write_rate,
-            "CLAIMGRAPH_LOG_LEVEL": "ERROR",
-            # whitenoise warns that collectstatic has not run; the API needs no static files.
-            "PYTHONWARNINGS": "ignore::UserWarning",
-        }
+        self.env = server_environment(database_url, write_rate=write_rate)
         self.port = free_port()
 
     def __enter__(self) -> int:

@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -43,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from _setup import ROOT, drop_database, raw_connection, start_django
+from _setup import ROOT, drop_database, raw_connection, server_environment, start_django
 
 DATABASE = "bench_served"
 RECALL_FACTS = 20
@@ -340,22 +339,6 @@ def prepare(clients: int) -> dict:
         "predicate_id": Predicate.objects.get(name="core/has-version").pk,
         "source_type_id": SourceType.objects.get(name="code").pk,
         "author_id": steward.pk,
-    }
-
-
-def server_environment(database_url: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "claimgraph_site.settings",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY", secrets.token_urlsafe(50)),
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "DJANGO_SECURE_SSL_REDIRECT": "0",  # plain HTTP on loopback
-        "DATABASE_URL": database_url,
-        # The limit stays on, as in production, high enough never to refuse.
-        "CLAIMGRAPH_API_WRITE_RATE": "100000000",
-        "CLAIMGRAPH_LOG_LEVEL": "ERROR",
-        "PYTHONWARNINGS": "ignore::UserWarning",
     }
 
 
