@@ -11,12 +11,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from memories import ingest
-from memories.actions import assert_fact, invalidate_fact
-from memories.errors import NotFound, Rejected
-from memories.ingest import ImportStopped, import_lines
-from memories.merges import merge_entities
-from memories.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Scope
+from memories.store.errors import NotFound, Rejected
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Scope
+from memories.write import ingest
+from memories.write.actions import assert_fact, invalidate_fact
+from memories.write.ingest import ImportStopped, import_lines
+from memories.write.merges import merge_entities
 from tests.conftest import at
 
 pytestmark = pytest.mark.django_db

@@ -24,11 +24,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
-from memories.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
-from memories.lookups import find_entity
-from memories.merges import merge_entities
-from memories.models import Scope
-from memories.roles import STEWARDS_GROUP
+from memories.store.lookups import find_entity
+from memories.store.models import Scope
+from memories.store.roles import STEWARDS_GROUP
+from memories.write.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
+from memories.write.merges import merge_entities
 
 DEMO_SCOPE = "demo"
 # Where the challenger stands at its flood cap (see the module's docstring).
