@@ -33,7 +33,7 @@ from admissions.selectors import fact_status
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
 from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.audit import record_audit
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.lookups import readable_fact
@@ -200,7 +200,7 @@ def correct_fact(
         )
         result = assert_fact(actor=actor, data=data, now=now)
         replacement = result.fact
-        recompute_on_commit(apply(Effects((PointAt(fact.pk, replacement.pk),), now=now)).touched)
+        recompute_on_commit(do_apply(Effects((PointAt(fact.pk, replacement.pk),), now=now)).touched)
 
         refutations: list[Record] = []
         admission = None

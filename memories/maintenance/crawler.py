@@ -10,8 +10,8 @@ the conflicts of the facts whose slot weighs them
 Only the slots where something changes go further: a batch of them at a
 time, the shell takes their slot locks (the write path's) in one statement,
 reads those slots again under them, decides again on that read, and writes
-the batch's effects with ``memories.store.apply.apply_many`` (the set-wise twin of
-``apply``, in the one module where effects become rows), so a crawler change
+the batch's effects with ``memories.store.apply.do_apply_many`` (the set-wise twin of
+``do_apply``, in the one module where effects become rows), so a crawler change
 is written, audited and closes moot conflicts exactly as the write path's
 do. Each pass is stored as a :class:`~memories.store.models.CrawlerRun` with its
 counts per action, which the health page shows.
@@ -46,7 +46,7 @@ from memories.core.crawl import (
     crawl_slot,
     weighs_conflicts,
 )
-from memories.store.apply import apply_many
+from memories.store.apply import do_apply_many
 from memories.store.lookups import hot_cursor
 from memories.store.models import Bucket, Conflict, ConflictMember, CrawlerRun, Fact
 from memories.store.slots import lock_slots
@@ -343,7 +343,7 @@ def _change(
             if outcome.effects.changes:
                 applied.append(outcome)
         # The slots are distinct and locked: their effects are written together.
-        recompute_on_commit(apply_many(outcome.effects for outcome in applied).touched)
+        recompute_on_commit(do_apply_many(outcome.effects for outcome in applied).touched)
     return applied
 
 

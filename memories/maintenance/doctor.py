@@ -228,8 +228,8 @@ def moot_conflicts(now: datetime, limit: int) -> list[Violation]:
     An open conflict is moot when ``decisions.conflict_is_moot`` says so of
     its members' roles and liveness: its incoming fact is no longer live, or
     none of its standing facts is; without an incoming side, fewer than two
-    members are live. ``apply`` closes one as soon as a member's change makes
-    it so; one left open was closed around, not through, ``apply``.
+    members are live. ``do_apply`` closes one as soon as a member's change makes
+    it so; one left open was closed around, not through, ``do_apply``.
     """
     members = (
         ConflictMember.objects.filter(conflict__resolved_at__isnull=True)

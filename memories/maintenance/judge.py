@@ -13,7 +13,7 @@ reverting an automatic resolution, nor where a human ruled on one of its
 claims after all of them were recorded: ``memories.core.rulings``), by the
 same ruling a steward makes
 (``memories.core.effects.resolution_effects``) applied through the one
-``memories.store.apply.apply``, automatically (no actor) and under the slot lock:
+``memories.store.apply.do_apply``, automatically (no actor) and under the slot lock:
 ``corroborate`` lets the values coexist, ``supersede`` keeps the member
 newest by valid time and ends the others. A conflict resolved meanwhile, or
 whose claim set is no longer the one judged, is skipped.
@@ -41,7 +41,7 @@ from memories.maintenance.adjudicator import (
     memoized_verdict,
 )
 from memories.maintenance.truth import load_claims, predicate_spec
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, StateConflict
 from memories.store.lookups import visible_conflict
 from memories.store.models import Conflict
@@ -293,7 +293,7 @@ def _resolve(conflict: Conflict, verdict: Verdict, digest: str, now: datetime | 
             action = "keep"
             keep = frozenset(m.fact_id for m in members if str(m.fact_id) == newest.fact_id)
         reason = f"judge: {verdict.kind} ({verdict.confidence:.2f}): {verdict.rationale}"
-        applied = apply(
+        applied = do_apply(
             resolution_effects(
                 current.pk,
                 current.scope_id,

@@ -60,7 +60,7 @@ from memories.maintenance.adjudicator import (
     configured_adjudicator,
     memoized_verdict,
 )
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.models import (
     Bucket,
     Conflict,
@@ -145,7 +145,7 @@ def recompute_slot(
         # verdict cannot decide it (its winner has since become disputed).
         wants = outcome.competing and adjudicator.consults_model and memo is None and not tried
         outcome = settle(outcome, claims, min_confidence=min_confidence, awaiting_verdict=wants)
-        apply(
+        do_apply(
             truth_effects(
                 outcome,
                 policy=spec.policy,
@@ -156,7 +156,7 @@ def recompute_slot(
                 now=now,
             )
         )
-        slot = _write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
+        slot = _do_write_slot(scope_id, subject_id, predicate, spec, claims, outcome, now=now)
         if touched is not None:
             TouchedSlot.objects.filter(pk=touched[0], touches=touched[1]).delete()
     return Recomputation(slot, outcome, wants_adjudication=wants)
@@ -332,7 +332,7 @@ def stale_slots(*, limit: int, predicate_id: int | None = None) -> list[tuple[in
     )
 
 
-def _write_slot(
+def _do_write_slot(
     scope_id: int,
     subject_id: int,
     predicate: Predicate,

@@ -2,7 +2,7 @@
 
 Two back ends take the same values:
 
-- :func:`apply`, one write at a time in the current transaction: the
+- :func:`do_apply`, one write at a time in the current transaction: the
   actions (``assert_fact``, ``invalidate_fact``, ``resolve_conflict``,
   withdrawals) and background maintenance.
 - :class:`SetApplier`, for the import: it folds each line's Effects into the
@@ -11,12 +11,12 @@ Two back ends take the same values:
   standing facts that changed, a COPY each for new facts, conflicts, members
   and audit entries.
 
-(:func:`apply_many` is the first one's set-wise twin for background
+(:func:`do_apply_many` is the first one's set-wise twin for background
 maintenance: many decisions on distinct slots, written a statement per kind
 of change.)
 
 They differ in one thing: where the moot check reads a conflict's members.
-:func:`apply` reads the open conflicts of the ``check_moot`` facts from the
+:func:`do_apply` reads the open conflicts of the ``check_moot`` facts from the
 database, locked, since a single write has nothing else in hand. The
 set-wise back end weighs its in-memory conflict states, loaded (and locked)
 with the batch's slots, because its writes reach the database only at the
@@ -67,7 +67,7 @@ Slot = tuple[int, int, int]  # scope, subject, predicate ids
 
 @dataclass
 class Applied:
-    """What :func:`apply` wrote that its caller may show: conflicts opened, closed as moot.
+    """What :func:`do_apply` wrote that its caller may show: conflicts opened, closed as moot.
 
     ``touched``: the truth slots its changes touched, for the caller to have
     recomputed on commit.
@@ -78,7 +78,7 @@ class Applied:
     touched: set[Slot] = field(default_factory=set)
 
 
-def apply(effects: Effects) -> Applied:
+def do_apply(effects: Effects) -> Applied:
     """Write ``effects`` in order in the current transaction, then close what became moot.
 
     The caller holds the locks its decision was taken under (the slot's).
@@ -234,15 +234,15 @@ _REOPEN = (
 # --- many independent decisions at once ---------------------------------------------
 
 
-def apply_many(batch: Iterable[Effects]) -> Applied:
-    """Write the effects of many independent decisions set-wise: :func:`apply`'s end state.
+def do_apply_many(batch: Iterable[Effects]) -> Applied:
+    """Write the effects of many independent decisions set-wise: :func:`do_apply`'s end state.
 
     For background maintenance (the crawler), whose decisions are each on a
     slot of their own, taken under that slot's lock (held by the caller), so
     no change of one can meet another's. The decay marks and the closed
     intervals are one UPDATE each; the new conflicts, their members and the
     audit entries one COPY each, in the batch's order. Then, as
-    :func:`apply` does, the open conflicts of the facts that stopped being
+    :func:`do_apply` does, the open conflicts of the facts that stopped being
     live are weighed and closed if moot (their audit entries come after the
     batch's). Only the kinds such decisions make: any other raises
     ``TypeError``.
@@ -435,7 +435,7 @@ class SetApplier:
         self.touched: set[Slot] = set()
 
     def fold(self, effects: Effects) -> None:
-        """Apply ``effects`` to the in-memory state, as :func:`apply` would to the rows."""
+        """Apply ``effects`` to the in-memory state, as :func:`do_apply` would to the rows."""
         for change in effects.changes:
             self._fold_one(change)
         if effects.check_moot:

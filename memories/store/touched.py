@@ -1,6 +1,6 @@
 """The truth slots a write touched, marked in the write's own transaction (SPEC §7).
 
-Every writer calls ``recompute_on_commit`` with what ``apply`` touched; the
+Every writer calls ``recompute_on_commit`` with what ``do_apply`` touched; the
 marks (``TouchedSlot``) commit or roll back with the write, and the worker's
 drain (``memories.maintenance.tasks.recompute_touched_slots_task``) recomputes each
 marked slot once. Here, below every writer, so that a writer marks without

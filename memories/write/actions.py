@@ -44,7 +44,7 @@ from memories.core.effects import (
 )
 from memories.core.normalize import value_key
 from memories.core.text import required_reason
-from memories.store.apply import Applied, apply
+from memories.store.apply import Applied, do_apply
 from memories.store.audit import fact_state, record_audit
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.lookups import (
@@ -103,9 +103,7 @@ def assert_fact(
         raise NotFound("scope")
     with transaction.atomic():
         scope, subject, standing = _open_slot(actor, assertion, vocab)
-        return _assert_in_scope(
-            actor, scope, assertion, vocab, now, subject=subject, standing=standing
-        )
+        return _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
 
 
 @contextmanager
@@ -172,7 +170,7 @@ def _open_slot(
     return scope, subject, [_standing_fact(vocab, fact) for fact in standing]
 
 
-def _assert_in_scope(
+def _do_assert(
     actor: User,
     scope: Scope,
     assertion: Assertion,
@@ -216,7 +214,7 @@ def _assert_in_scope(
     conflict_id = uuid4() if decision.status == "flagged" else None
     effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
     with _pipelined():
-        applied = apply(effects)
+        applied = do_apply(effects)
         recompute_on_commit(applied.touched)
     if decision.status == "reinforced":
         assert decision.reinforcement is not None
@@ -436,7 +434,7 @@ def invalidate_fact(
             raise StateConflict("the fact is already invalid")
         if at <= fact.t_valid:
             raise Rejected("t_invalid", "must be after the fact's t_valid")
-        applied = apply(
+        applied = do_apply(
             invalidation_effects(
                 fact.pk,
                 fact.scope_id,
@@ -510,7 +508,7 @@ def resolve_conflict(
             now=now,
             actor_id=actor.pk,
         )
-        applied = apply(effects)
+        applied = do_apply(effects)
         end_claims(conflict_ids=[conflict.pk, *applied.closed_moot])
         recompute_on_commit(applied.touched)
         conflict.refresh_from_db()

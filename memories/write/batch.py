@@ -119,7 +119,7 @@ def standing_for(slots: Slots, line: Line, vocab: LoadedVocabulary, actor) -> li
     return [fact.standing() for fact in found.values() if mine(fact)]
 
 
-def decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
+def do_decide_and_write(lines: list["Line"], *, actor, vocab: LoadedVocabulary):
     """Decide ``lines`` in order against the store (under their slot locks) and write the result.
 
     Returns each line's outcome, and whether any line was refused only now

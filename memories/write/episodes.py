@@ -35,7 +35,7 @@ from memories.core import decisions
 from memories.core.decisions import MAX_EPISODE_LENGTH
 from memories.core.effects import Reinstated, Withdrawn, withdrawal_effects
 from memories.core.text import required_reason, required_text
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.audit import fact_state
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.models import (
@@ -113,7 +113,7 @@ def withdraw_episode(
             return plan
         if not plan.withdrawn:
             raise StateConflict("nothing this episode wrote is still live")
-        _apply(plan, actor=actor, reason=reason, now=now)
+        _do_withdraw(plan, actor=actor, reason=reason, now=now)
     return plan
 
 
@@ -245,7 +245,7 @@ def _moot_after(withdrawn_ids: set[UUID], reinstated_ids: set[UUID]) -> list[UUI
     )
 
 
-def _apply(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> None:
+def _do_withdraw(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> None:
     withdrawn = []
     for fact in plan.withdrawn:
         before = fact_state(fact)
@@ -286,7 +286,7 @@ def _apply(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> 
             {"fact": str(r.fact_id), "before": r.before, "after": r.after} for r in reinstated
         ],
     )
-    applied = apply(
+    applied = do_apply(
         withdrawal_effects(
             plan.withdrawal.pk,
             plan.scope.pk,

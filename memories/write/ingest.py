@@ -66,7 +66,7 @@ from memories.store.models import Entity, Fact, ObjectKind, Scope
 from memories.store.slots import lock_slots
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
 from memories.write.actions import assert_fact
-from memories.write.batch import Line, LineOutcome, decide_and_write, rejected
+from memories.write.batch import Line, LineOutcome, do_decide_and_write, rejected
 
 BATCH_SIZE = 1_000
 MAX_WORKERS = 4
@@ -456,7 +456,7 @@ def _decide_locked(
         start = clock.batch_start()
         for line, stamp in zip(lines, clock.take(start, len(lines)), strict=False):
             line.now = stamp
-    return decide_and_write(lines, actor=actor, vocab=vocab)
+    return do_decide_and_write(lines, actor=actor, vocab=vocab)
 
 
 # --- in parallel ---------------------------------------------------------------------

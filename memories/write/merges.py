@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from memories.core.effects import merge_effects
 from memories.core.text import required_reason
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Entity, EntityMerge, Scope
 from memories.store.roles import is_steward_of
@@ -88,7 +88,7 @@ def merge_entities(
             at=now,
             reason=reason,
         )
-        applied = apply(
+        applied = do_apply(
             merge_effects(
                 merge.pk,
                 entity.scope_id,
@@ -144,7 +144,7 @@ def undo_merge(
             at=now,
             reason=reason,
         )
-        applied = apply(
+        applied = do_apply(
             merge_effects(
                 undo.pk,
                 merge.scope_id,

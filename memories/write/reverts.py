@@ -4,7 +4,7 @@
 present state of what it touched, under the lock of the slot it is on, asks
 the pure core (``memories.core.reverts``, whose docstring says what each
 kind of revert restores and when it refuses) for the effects, and applies
-them through the one ``memories.store.apply.apply``. The revert's own audit entry
+them through the one ``memories.store.apply.do_apply``. The revert's own audit entry
 names the steward, the reason, and the state before and after.
 """
 
@@ -27,7 +27,7 @@ from memories.core.reverts import (
     revert_kind,
 )
 from memories.core.text import required_reason
-from memories.store.apply import apply
+from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.models import AuditEntry, Bucket, Conflict, Fact
 from memories.store.roles import is_steward_of
@@ -95,7 +95,7 @@ def revert_automatic_change(
                 now=now,
             )
             try:
-                recompute_on_commit(apply(effects).touched)
+                recompute_on_commit(do_apply(effects).touched)
             except IntegrityError:
                 # The one-revert constraint, should a revert slip past the row lock.
                 raise StateConflict("this change was already reverted") from None

@@ -19,7 +19,7 @@ from memories.core.decisions import Decision, Evidence, Reinforcement
 from memories.core.effects import NewFact, reinforce_effects, write_effects
 from memories.maintenance.tasks import recompute_touched_slots_task
 from memories.maintenance.worker import PERIODIC_JOBS, Scheduler
-from memories.store.apply import FactState, SetApplier, Slots, apply
+from memories.store.apply import FactState, SetApplier, Slots, do_apply
 from memories.store.models import AuditEntry, Conflict, ConflictMember, Fact, TouchedSlot, TruthSlot
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import load_vocabulary
@@ -168,7 +168,7 @@ def test_both_back_ends_end_in_the_same_rows(member, scope):
 
     savepoint = transaction.savepoint_create()
     for effects in sequence:
-        apply(effects)
+        do_apply(effects)
     one_at_a_time = end_state(scope)
     transaction.savepoint_rollback(savepoint)
 

@@ -17,7 +17,7 @@ from memories.maintenance import crawler
 from memories.maintenance.crawler import crawl_task, run_crawl
 from memories.maintenance.health import background_health
 from memories.maintenance.worker import PERIODIC_JOBS, Scheduler
-from memories.store.apply import apply, apply_many
+from memories.store.apply import do_apply, do_apply_many
 from memories.store.models import (
     AuditEntry,
     Conflict,
@@ -448,11 +448,11 @@ def test_apply_many_writes_what_apply_writes_one_decision_at_a_time(member, stew
         )
 
     with transaction.atomic():
-        one_by_one = [apply(effects) for effects in changes]
+        one_by_one = [do_apply(effects) for effects in changes]
         expected = end_state()
         transaction.set_rollback(True)
     with transaction.atomic():
-        together = apply_many(changes)
+        together = do_apply_many(changes)
         assert end_state() == expected
         transaction.set_rollback(True)
     assert together.touched == set().union(*(done.touched for done in one_by_one))
