@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from memories.core.decisions import check_text
-from memories.errors import NotFound, Rejected, StateConflict
+from memories.store.errors import NotFound, Rejected, StateConflict
 
 # Recognisable in logs and secret scanners; the rest is 256 random bits.
 TOKEN_PREFIX = "cg_"

@@ -30,18 +30,19 @@ from django.utils import timezone
 
 from admissions.models import Record, Role, Verdict
 from admissions.selectors import fact_status
-from memories.actions import AssertResult, assert_fact, invalidate_fact, may_end
-from memories.apply import apply
-from memories.audit import record_audit
-from memories.claims import end_claims
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
 from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.lookups import readable_fact
-from memories.models import Bucket, Fact, InvalidationKind, Scope
-from memories.roles import is_steward_of
-from memories.tasks import recompute_on_commit
+from memories.store.apply import do_apply
+from memories.store.audit import record_audit
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.lookups import readable_fact
+from memories.store.models import Bucket, Fact, InvalidationKind, Scope
+from memories.store.permissions import may_end
+from memories.store.roles import is_steward_of
+from memories.store.touched import recompute_on_commit
+from memories.write.actions import AssertResult, assert_fact, invalidate_fact
+from memories.write.claims import end_claims
 
 
 @dataclass
@@ -199,7 +200,7 @@ def correct_fact(
         )
         result = assert_fact(actor=actor, data=data, now=now)
         replacement = result.fact
-        recompute_on_commit(apply(Effects((PointAt(fact.pk, replacement.pk),), now=now)).touched)
+        recompute_on_commit(do_apply(Effects((PointAt(fact.pk, replacement.pk),), now=now)).touched)
 
         refutations: list[Record] = []
         admission = None

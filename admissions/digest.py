@@ -13,9 +13,9 @@ from datetime import datetime
 from uuid import UUID
 
 from admissions.selectors import recall
-from memories.contested import contested_slots
 from memories.core.digest import Candidate, Digest, Dispute, Line, render
-from memories.models import Epistemic, Fact, Scope
+from memories.reads.contested import contested_slots
+from memories.store.models import Epistemic, Fact, Scope
 
 DEFAULT_BUDGET = 8_000
 MIN_BUDGET = 200

@@ -1,6 +1,6 @@
 """The doctor (``manage.py doctor``): every invariant the database does not enforce by itself.
 
-The checks of the store and its workers are ``memories.doctor``'s. The one
+The checks of the store and its workers are ``memories.maintenance.doctor``'s. The one
 here compares the admission state PostgreSQL derives from the records with
 the pure fold of those records (``admissions.status``), which stands above
 ``memories``; so the whole doctor runs from here, the top of the domain,
@@ -20,7 +20,7 @@ from admissions import status as fold
 from admissions.models import FactVerdict, OpenChallenge, Record, Role, ScopeTally
 from admissions.selectors import scope_records, scope_statuses, share_percent
 from admissions.status import PlainRecord
-from memories.doctor import (
+from memories.maintenance.doctor import (
     ENTITY_CHECKS,
     STORE_CHECKS,
     WORKER_CHECKS,
@@ -30,7 +30,7 @@ from memories.doctor import (
     examine,
     record_examination,
 )
-from memories.models import Scope
+from memories.store.models import Scope
 
 ADMISSION_STATE = "admission-state"
 

@@ -33,7 +33,7 @@ from django.db import models
 from django.db.models import CharField, Exists, F, Func, IntegerField, OuterRef, Q
 from django.db.models.lookups import Exact, GreaterThan
 
-from memories.models import Fact, Scope
+from memories.store.models import Fact, Scope
 
 
 class Role(models.TextChoices):

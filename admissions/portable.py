@@ -1,4 +1,4 @@
-"""The admissions part of an export (see ``memories.exports``): every record, as it was.
+"""The admissions part of an export (see ``memories.portability.exports``): every record, as it was.
 
 Records are append-only; a restore INSERTs them (which the database allows),
 and PostgreSQL's triggers rebuild the derived state as each one goes in, so

@@ -51,9 +51,10 @@ from django.db.models.functions import Coalesce
 from admissions import status as fold
 from admissions.models import ChallengeRank, FactVerdict, OpenChallenge, Record, Role
 from admissions.status import AccountUsage, PlainRecord, Status, StatusName
-from memories.errors import NotFound, Rejected
-from memories.lookups import find_entity, hot_cursor
-from memories.models import (
+from memories.reads.selectors import TruthEntry, rank, truth_facts
+from memories.store.errors import NotFound, Rejected
+from memories.store.lookups import find_entity, hot_cursor
+from memories.store.models import (
     FACT_DISPLAY_RELATIONS,
     Bucket,
     Conflict,
@@ -64,8 +65,7 @@ from memories.models import (
     Scope,
     SourceType,
 )
-from memories.roles import readable_scope_ids, reads_scope, steward_scope_ids
-from memories.selectors import TruthEntry, rank, truth_facts
+from memories.store.roles import readable_scope_ids, reads_scope, steward_scope_ids
 
 
 def share_percent() -> int:
@@ -307,7 +307,7 @@ def _columns(alias: str, model: type[Model]) -> list[str]:
 # with the rows ``FactQuerySet.for_display`` joins, whether it is disputed now
 # (``FactQuerySet.with_disputed``), the rows of ``admissions_fact_status``,
 # and who may read it (``FactQuerySet.readable_by``, with the ids of
-# ``memories.roles``). tests/admissions/test_shown_fact.py holds it to those
+# ``memories.store.roles``). tests/admissions/test_shown_fact.py holds it to those
 # ORM reads. The agents' most frequent read: through the ORM, building and
 # planning the join took ten times what running it does.
 _SHOWN_RELATIONS = (

@@ -3,14 +3,14 @@
 ``manage.py worker`` (``admissions/management/commands/worker.py``) runs
 these. They are assembled here, at the top of the domain, because the
 doctor reads the admission state, which ``memories`` (where the scheduler
-and the store's own jobs live, ``memories.worker``) may not import.
+and the store's own jobs live, ``memories.maintenance.worker``) may not import.
 """
 
 from django.conf import settings
 
 from admissions.doctor import doctor_task
-from memories import worker
-from memories.tasks import PeriodicJob
+from memories.maintenance import worker
+from memories.maintenance.tasks import PeriodicJob
 
 PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
     *worker.PERIODIC_JOBS,

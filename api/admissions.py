@@ -25,7 +25,7 @@ from api.schemas import (
     Page,
     Text,
 )
-from memories.lookups import readable_fact
+from memories.store.lookups import readable_fact
 
 router = Router(tags=["admissions"])
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from admissions.digest import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, context_digest
 from api.memory import caller, keyset_page, present_facts, readable_scope
 from api.schemas import READ_ERRORS, FactOut, Instant, Page, QueryParameters, Text
-from memories.history import ending, slot_history
+from memories.reads.history import ending, slot_history
 
 router = Router(tags=["agents"])
 

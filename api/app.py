@@ -21,7 +21,7 @@ from api import memory as memories_api
 from api.auth import BearerToken
 from api.bodies import RENDERER, JsonBodies
 from api.errors import HANDLERS, json_not_allowed
-from memories.errors import NotFound
+from memories.store.errors import NotFound
 
 
 class _Api(NinjaAPI):

@@ -4,7 +4,7 @@
 (``AuditEntry.objects.automatic()``) in the scopes the caller may read, each
 with its rule, the account whose write triggered it, its rationale and
 whether a steward reverted it. ``POST /changes/{id}/revert`` is the
-steward's revert (``memories.reverts``).
+steward's revert (``memories.write.reverts``).
 """
 
 from collections.abc import Sequence
@@ -24,9 +24,9 @@ from api.schemas import (
     ChangesQuery,
     RevertIn,
 )
-from memories.errors import Rejected
-from memories.models import AuditEntry
-from memories.reverts import revert_automatic_change, visible_change
+from memories.store.errors import Rejected
+from memories.store.models import AuditEntry
+from memories.write.reverts import revert_automatic_change, visible_change
 
 router = Router(tags=["changes"])
 

@@ -27,7 +27,7 @@ from accounts.tokens import RateLimited
 from api import API_PREFIX
 from api.bodies import CONTENT_TYPE, RENDERER, NotUtf8, UnsupportedBody
 from api.schemas import EvidenceItem
-from memories.errors import (
+from memories.store.errors import (
     OUTAGE_ERRORS,
     RETRY_AFTER_SECONDS,
     UNAVAILABLE_MESSAGE,

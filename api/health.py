@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from admissions.worker import PERIODIC_JOBS
 from api.memory import caller
 from api.schemas import READ_ERRORS, QueryParameters
-from memories.health import (
+from memories.maintenance.health import (
     CrawlerRunSummary,
     DoctorRunSummary,
     Health,
@@ -31,7 +31,7 @@ from memories.health import (
     WorkerState,
     background_health,
 )
-from memories.roles import is_global_steward
+from memories.store.roles import is_global_steward
 
 router = Router(tags=["health"])
 

@@ -50,7 +50,12 @@ from api.schemas import (
     WithdrawalOut,
     WithdrawIn,
 )
-from memories.actions import (
+from memories.reads.contested import ContestedSlot, contested_slots
+from memories.store.errors import NotFound, Rejected
+from memories.store.lookups import scope_named
+from memories.store.models import Bucket, Conflict, Fact, Outcome, Scope
+from memories.store.roles import reads_scope
+from memories.write.actions import (
     AssertResult,
     InvalidateResult,
     assert_fact,
@@ -58,12 +63,7 @@ from memories.actions import (
     record_outcome,
     resolve_conflict,
 )
-from memories.contested import ContestedSlot, contested_slots
-from memories.episodes import WithdrawalPlan, withdraw_episode
-from memories.errors import NotFound, Rejected
-from memories.lookups import scope_named
-from memories.models import Bucket, Conflict, Fact, Outcome, Scope
-from memories.roles import reads_scope
+from memories.write.episodes import WithdrawalPlan, withdraw_episode
 
 router = Router(tags=["memories"])
 

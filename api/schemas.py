@@ -35,7 +35,7 @@ from pydantic import (
 )
 
 from memories.core.decisions import unstorable
-from memories.errors import Rejected
+from memories.store.errors import Rejected
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200

@@ -106,7 +106,7 @@ def load_store(raw, fact_count: int):
     """A scope, a steward, the challengers, and ``fact_count`` system facts, by COPY."""
     from django.contrib.auth.models import User
 
-    from memories.models import Predicate, Scope, SourceType
+    from memories.store.models import Predicate, Scope, SourceType
 
     scope = Scope.objects.create(name="bench")
     steward = User.objects.create_user("steward")
@@ -318,7 +318,7 @@ def best_seconds(function, runs: int = 5) -> float:
 
 def measure(raw, scope_id, fact_ids, history, samples: int) -> dict[str, float]:
     from admissions.selectors import fact_status, scope_statuses
-    from memories.models import Fact, Scope
+    from memories.store.models import Fact, Scope
 
     rng = random.Random(7)
     sample = [

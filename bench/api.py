@@ -98,7 +98,7 @@ def run(options) -> None:
     from django.contrib.auth.models import User
 
     from accounts.actions import issue_token
-    from memories.models import Entity, Predicate, Scope, SourceType
+    from memories.store.models import Entity, Predicate, Scope, SourceType
 
     scope = Scope.objects.create(name="bench")
     agents = []
@@ -162,8 +162,8 @@ def recall_over_mcp_and_rest(options, url: str, secret: str, scope, count: int =
     from django.contrib.auth.models import Group, User
 
     from admissions.actions import record_verdict
-    from memories.actions import assert_fact
-    from memories.roles import STEWARDS_GROUP
+    from memories.store.roles import STEWARDS_GROUP
+    from memories.write.actions import assert_fact
 
     steward = User.objects.create_user("bench-steward")
     steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))

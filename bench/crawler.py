@@ -2,7 +2,7 @@
 
 Not a test. Two figures (issue #14):
 
-- a crawler pass (``memories.crawler.run_crawl``) on a store where it has
+- a crawler pass (``memories.maintenance.crawler.run_crawl``) on a store where it has
   real work (decayed facts, competing values with and without an update cue)
   over a plain sequential read of the facts it walks: one psycopg
   server-side cursor streaming the system bucket's active facts with the
@@ -10,7 +10,7 @@ Not a test. Two figures (issue #14):
 - the second pass, which finds everything in order, over the first (target:
   <= 1/2). The first is a full pass (``run_crawl(full=True)``); the second
   builds on it and walks only the slots where something may have changed
-  since it started (``memories.crawler``, docs/background.md).
+  since it started (``memories.maintenance.crawler``, docs/background.md).
 
 A first pass changes the store, so it is measured once per store: the
 baseline is timed ``rounds`` times (at least three) before it (the best
@@ -42,7 +42,7 @@ SCOPES = 10
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 # The columns the crawler reads of each active fact, and what "active" is
-# (memories.crawler): live, not superseded, not marked decayed.
+# (memories.maintenance.crawler): live, not superseded, not marked decayed.
 _SEQUENTIAL_READ = (
     "SELECT id, scope_id, subject_id, predicate_id, object_key, epistemic, source_type_id,"
     " confidence, statement, t_valid, last_reinforced_at, decayed_at, decay_reverted_at"
@@ -88,7 +88,7 @@ def measure(store: Store, *, rounds: int = 2) -> list[Figure]:
     """The two crawler figures on ``store`` (which the first pass changes)."""
     from django.db import connection
 
-    from memories.crawler import run_crawl
+    from memories.maintenance.crawler import run_crawl
 
     raw = raw_connection()
     try:
@@ -181,7 +181,7 @@ def build_store(system_facts: int, *, seed: int = 0) -> Store:
     """
     from django.contrib.auth.models import User
 
-    from memories.models import Predicate, Scope, SourceType
+    from memories.store.models import Predicate, Scope, SourceType
 
     rng = random.Random(seed)
     now = datetime.now(UTC)

@@ -62,7 +62,7 @@ def main() -> None:
 def run(count: int, rounds: int) -> None:
     from django.contrib.auth.models import User
 
-    from memories.models import Entity, Predicate, Scope, SourceType
+    from memories.store.models import Entity, Predicate, Scope, SourceType
 
     user = User.objects.create_user("bench")
     scope = Scope.objects.create(name="bench")

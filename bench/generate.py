@@ -26,7 +26,7 @@ measures use:
   account over its challenge cap in a few scopes;
 - a truth slot for every slot with a live system fact, computed by the pure
   ``memories.core.truth.decide_slot`` and ``settle`` from the rows generated
-  (no read back), as ``memories.truth.recompute_slot`` stores it;
+  (no read back), as ``memories.maintenance.truth.recompute_slot`` stores it;
 - audit entries for what the write path writes with these rows: every
   supersession, every human invalidation and every conflict opened (the
   entries of the admission actions, whose before/after hold statuses, are
@@ -278,7 +278,7 @@ class _Generator:
         from django.conf import settings
 
         from admissions.selectors import share_percent
-        from memories.models import Predicate, SourceType
+        from memories.store.models import Predicate, SourceType
 
         self.n = facts
         self.rng = random.Random(seed)
@@ -357,8 +357,8 @@ class _Generator:
 
         from accounts.actions import digest_of
         from accounts.models import ApiToken
-        from memories.models import Scope
-        from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
+        from memories.store.models import Scope
+        from memories.store.roles import STEWARD_PERMISSION, STEWARDS_GROUP
 
         rng = self.rng
         self.scopes = [
@@ -915,7 +915,7 @@ class _Generator:
     # --- truth slots ----------------------------------------------------------------
 
     def _truth(self, rows: "_Rows") -> None:
-        from memories.truth import _value_json, predicate_spec
+        from memories.maintenance.truth import _value_json, predicate_spec
 
         specs = {p.pk: predicate_spec(p) for p in self.predicates.values()}
         versions = {pk: semantics_version(spec) for pk, spec in specs.items()}
@@ -1227,16 +1227,16 @@ class _Generator:
         slot each) and, the store being settled, changes nothing (the
         crawler's own conflicts were opened by earlier passes; nothing has
         decayed below the threshold). Its watermark and basis are read as
-        ``memories.crawler`` reads them, after the load: a pass that builds
+        ``memories.maintenance.crawler`` reads them, after the load: a pass that builds
         on this one sees the load as written before it. Its full pass is a
         month old by now, so the next ``run_crawl()`` is a full one anyway.
         """
         from django.conf import settings
 
         from memories.core.crawl import DecaySettings
-        from memories.crawler import _basis, _transactions
-        from memories.models import CrawlerRun
-        from memories.vocabulary import load_vocabulary
+        from memories.maintenance.crawler import _basis, _transactions
+        from memories.store.models import CrawlerRun
+        from memories.store.vocabulary import load_vocabulary
 
         started = ANCHOR - timedelta(hours=1)
         _, database, watermark = _transactions()

@@ -3,7 +3,7 @@
 Not a test. Prints the rates and the ratios (targets: at least 1/16 of a bare COPY,
 issue 10; 1/8, issue 14).
 
-- claimgraph: ``memories.ingest.import_lines`` on a JSONL file of 100,000
+- claimgraph: ``memories.write.ingest.import_lines`` on a JSONL file of 100,000
   assertions, read from disk and parsed, every decision of SPEC §2 made
   (duplicates reinforced, versions superseded, exclusion-group collisions,
   outranked and commitment conflicts, entity objects, spelling variants),
@@ -242,8 +242,8 @@ def compare(
     """Import ``count`` lines ``rounds`` times as ``user``, each round followed by raw COPYs."""
     from django.db import connection
 
-    from memories.ingest import default_workers, import_lines, read_lines
-    from memories.models import Fact, Scope
+    from memories.store.models import Fact, Scope
+    from memories.write.ingest import default_workers, import_lines, read_lines
 
     workers = workers or default_workers()
     rows = assertions(count)
@@ -302,7 +302,7 @@ def compare(
 def _baseline_rows(rows: list[dict], scope, user, now) -> list[tuple]:
     """The imported rows as COPY values, built before the baseline's clock starts."""
     from memories.core.normalize import value_key
-    from memories.models import Entity, Predicate, SourceType
+    from memories.store.models import Entity, Predicate, SourceType
 
     entity_ids = dict(Entity.objects.filter(scope=scope).values_list("key", "pk"))
     predicates = dict(Predicate.objects.values_list("name", "pk"))

@@ -568,7 +568,7 @@ def time_pages(store: Store, rounds: int, per_round: int = PER_ROUND) -> dict[st
 def time_status(store: Store, rounds: int, per_round: int = 200) -> tuple[list[float], list[float]]:
     """One system fact's status without its explanation, and a primary-key SELECT of it."""
     from admissions.selectors import fact_status
-    from memories.models import Fact
+    from memories.store.models import Fact
 
     raw = raw_connection()
     raw.autocommit = True
@@ -757,8 +757,8 @@ def build_store(size: int) -> Store:
     from django.db import connection
 
     from admissions.actions import file_challenge, record_verdict
-    from memories.models import Scope
-    from memories.roles import STEWARDS_GROUP
+    from memories.store.models import Scope
+    from memories.store.roles import STEWARDS_GROUP
 
     steward = User.objects.create_user("steward")
     steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
@@ -813,7 +813,7 @@ def grow(scope, steward, member, start: int, stop: int) -> None:
     """Bulk-write open conflicts ``start`` .. ``stop`` (outranked: code vs agent-note)."""
     from django.db import transaction
 
-    from memories.models import (
+    from memories.store.models import (
         Conflict,
         ConflictMember,
         Entity,
@@ -876,7 +876,7 @@ def spread(scope, author, size: int) -> None:
     facts alternating by subject, every fifth subject's of an episode."""
     from django.db import transaction
 
-    from memories.models import Entity, Predicate, SourceType
+    from memories.store.models import Entity, Predicate, SourceType
 
     uses = Predicate.objects.get(name="core/uses")
     code = SourceType.objects.get(name="code")
@@ -932,7 +932,7 @@ def admit(scopes, steward) -> list:
 def challenge(scopes, member, steward, fact_ids: list) -> None:
     """A challenge without evidence of each of ``fact_ids``, every other one refuted."""
     from admissions.models import Record
-    from memories.models import Fact
+    from memories.store.models import Fact
 
     scope_of = dict(Fact.objects.filter(pk__in=fact_ids).values_list("pk", "scope_id"))
     at = datetime(2026, 3, 5, tzinfo=UTC)
@@ -970,7 +970,7 @@ def challenge(scopes, member, steward, fact_ids: list) -> None:
 def audit(conflicted, others, steward, size: int) -> None:
     """``size`` audit entries over the scopes, the latest first in no scope in particular;
     every other one automatic."""
-    from memories.models import AuditEntry
+    from memories.store.models import AuditEntry
 
     scopes = [conflicted, *others]
     at = datetime(2026, 3, 2, tzinfo=UTC)
@@ -995,13 +995,13 @@ def audit(conflicted, others, steward, size: int) -> None:
 
 
 def _save(facts: list) -> None:
-    from memories.models import Fact
+    from memories.store.models import Fact
 
     Fact.objects.bulk_create(facts, batch_size=2_000)
 
 
 def _fact(scope, entity, predicate, source, author, value, confidence, at):
-    from memories.models import Fact
+    from memories.store.models import Fact
 
     return Fact(
         id=uuid.uuid4(),

@@ -269,7 +269,7 @@ def prepare(store: Store) -> Requests:
     """Names for the store's ids, the write bodies, a client and the MCP app."""
     from django.test import Client
 
-    from memories.models import Entity, Scope
+    from memories.store.models import Entity, Scope
 
     scopes = dict(Scope.objects.filter(pk__in=store.scope_ids).values_list("pk", "name"))
     entities = dict(
@@ -418,9 +418,9 @@ def small_store(facts: int) -> Store:
 
     from accounts.actions import issue_token
     from admissions.actions import record_verdict
-    from memories.actions import assert_fact
-    from memories.models import Entity, Scope
-    from memories.roles import STEWARDS_GROUP
+    from memories.store.models import Entity, Scope
+    from memories.store.roles import STEWARDS_GROUP
+    from memories.write.actions import assert_fact
 
     steward = User.objects.create_user("bench-steward")
     steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))

@@ -297,9 +297,9 @@ def prepare(clients: int) -> dict:
 
     from accounts.actions import issue_token
     from admissions.actions import record_verdict
-    from memories.actions import assert_fact
-    from memories.models import Entity, Predicate, Scope, SourceType
-    from memories.roles import STEWARDS_GROUP
+    from memories.store.models import Entity, Predicate, Scope, SourceType
+    from memories.store.roles import STEWARDS_GROUP
+    from memories.write.actions import assert_fact
 
     scope = Scope.objects.create(name="bench")
     tokens = []

@@ -3,7 +3,7 @@
 Not a test. Prints the rates and the ratios (issue 14: assert_fact / raw >= 0.7,
 POST in process / raw >= 0.4).
 
-- claimgraph: ``memories.actions.assert_fact`` creating new facts (each a new
+- claimgraph: ``memories.write.actions.assert_fact`` creating new facts (each a new
   value on one of the busy ``many`` slots), every rule of the write path in
   force: membership check, entity lookup, slot lock, standing-facts read,
   decision, insert, the truth slot marked for its recompute.
@@ -142,7 +142,7 @@ def busy_slots(store: Store, count: int) -> list[Slot]:
     """
     from django.db.models import Count
 
-    from memories.models import Entity, Fact
+    from memories.store.models import Entity, Fact
 
     sampled = {subject for _, subject in store.subjects}
     busiest = (
@@ -179,7 +179,7 @@ def _own_slots():
     from django.contrib.auth.models import User
 
     from accounts.actions import issue_token
-    from memories.models import Entity, Predicate, Scope
+    from memories.store.models import Entity, Predicate, Scope
 
     user = User.objects.create_user("bench")
     scope = Scope.objects.create(name="bench")
@@ -200,8 +200,8 @@ def compare(
     from django.db import connection
     from django.test import Client, override_settings
 
-    from memories.actions import assert_fact
-    from memories.models import SourceType
+    from memories.store.models import SourceType
+    from memories.write.actions import assert_fact
 
     code = SourceType.objects.get(name="code").pk
     tables = ["raw_fact", "bare_fact"] if bare else ["raw_fact"]

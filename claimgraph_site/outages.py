@@ -13,7 +13,7 @@ Such an error can surface in three places, and each is caught here:
 - in a view or while a page renders: :meth:`DatabaseOutageMiddleware.process_exception`;
 - in django-ninja's own handling of an API operation (it answers an unhandled
   exception itself when DEBUG is on): the same answer is registered as the
-  API's own handler for ``memories.errors.OUTAGE_ERRORS`` (``api.errors``);
+  API's own handler for ``memories.store.errors.OUTAGE_ERRORS`` (``api.errors``);
 - in another middleware after the view, e.g. the session saved on the way out:
   Django has by then turned the exception into a 500, so the
   ``got_request_exception`` signal marks the request and the middleware,
@@ -41,7 +41,7 @@ from django.utils.csp import CSP, build_policy
 
 from api import API_PREFIX
 from api.errors import unavailable_answer
-from memories.errors import OUTAGE_ERRORS, RETRY_AFTER_SECONDS
+from memories.store.errors import OUTAGE_ERRORS, RETRY_AFTER_SECONDS
 
 logger = logging.getLogger(__name__)
 

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "accounts",
     "console",
     "api",
+    "demo",
 ]
 
 # The claimgraph_site.middleware entries are Django's, whitenoise's and

@@ -16,7 +16,7 @@ from console.forms import (
     source_field,
 )
 from memories.core.text import MAX_REASON_LENGTH
-from memories.models import Bucket, Epistemic, SourceType
+from memories.store.models import Bucket, Epistemic, SourceType
 
 GROUND_ERROR = "Say why: a ground is required."
 

@@ -1,11 +1,11 @@
 """What each kind of conflict means, in a steward's words: the one home of that wording.
 
 The kinds are the write path's and the crawler's reasons for opening a
-conflict (``memories.models.ConflictKind``, SPEC §2 and §8). The queue, the
+conflict (``memories.store.models.ConflictKind``, SPEC §2 and §8). The queue, the
 conflict page and anything else that names a kind read it from here.
 """
 
-from memories.models import ConflictKind
+from memories.store.models import ConflictKind
 
 KIND_EXPLANATIONS: dict[str, str] = {
     ConflictKind.COMMITMENT: (

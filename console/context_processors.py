@@ -7,7 +7,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest
 from django.urls import get_script_prefix, get_urlconf, reverse
 
-from memories.roles import is_global_steward, steward_scope_ids
+from memories.store.roles import is_global_steward, steward_scope_ids
 
 # The pages the navigation links to, by URL name.
 NAVIGATION = (

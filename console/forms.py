@@ -13,8 +13,8 @@ from accounts.actions import MAX_NAME_LENGTH
 from console.audit_words import ACTION_CHOICES
 from memories.core.decisions import MAX_EPISODE_LENGTH, unstorable
 from memories.core.text import MAX_REASON_LENGTH
-from memories.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
-from memories.vocabulary import load_vocabulary
+from memories.store.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
+from memories.store.vocabulary import load_vocabulary
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
@@ -168,7 +168,7 @@ class _VocabularyChoices(_ListedChoices):
     """Predicates or source types from the process's cached vocabulary, in the models' order.
 
     The vocabulary is read on every write and kept by each process for a few
-    seconds (``memories.vocabulary``); a filter's list can be that old too.
+    seconds (``memories.store.vocabulary``); a filter's list can be that old too.
     What a form accepts is still checked against the table itself.
     """
 

@@ -1,4 +1,4 @@
-"""A truth slot (``memories.models.TruthSlot``) as the console shows it: plain values to render.
+"""A truth slot (``memories.store.models.TruthSlot``) as the console shows it: plain values.
 
 The slot stores its values as JSON (times as ISO text); the subject page and
 the conflict page show them through the same template include
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memories.models import TruthSlot
+from memories.store.models import TruthSlot
 
 
 @dataclass(frozen=True)

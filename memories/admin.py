@@ -12,7 +12,13 @@ from django_tasks_db.admin import DBTaskResultAdmin
 from django_tasks_db.models import DBTaskResult
 from guardian.admin import GuardedModelAdmin
 
-from memories.models import (
+from memories.maintenance.tasks import (
+    fail_abandoned,
+    mark_predicate_slots_stale,
+    record_worker_stopped,
+    retry_failed,
+)
+from memories.store.models import (
     Adjudication,
     Conflict,
     ConflictMember,
@@ -27,13 +33,7 @@ from memories.models import (
     TruthSlot,
     WorkerHeartbeat,
 )
-from memories.tasks import (
-    fail_abandoned,
-    mark_predicate_slots_stale,
-    record_worker_stopped,
-    retry_failed,
-)
-from memories.vocabulary import forget_vocabulary
+from memories.store.vocabulary import forget_vocabulary
 
 # The predicate fields a truth slot's answer depends on (see
 # memories.core.truth.semantics_version): changing one makes its slots stale.

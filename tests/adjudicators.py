@@ -2,8 +2,8 @@
 
 from dataclasses import dataclass, field
 
-from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import Verdict
+from memories.maintenance.adjudicator import AdjudicationRequest, Answer
 
 
 @dataclass

@@ -4,14 +4,14 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from memories.actions import assert_fact
 from memories.core.effects import SUPERSEDE_RULE
-from memories.crawler import run_crawl
-from memories.doctor import unlinked_values
-from memories.judge import run_judge
-from memories.models import AuditEntry, Conflict, ConflictMember, Fact, Predicate
-from memories.truth import recompute_slot
-from memories.vocabulary import forget_vocabulary
+from memories.maintenance.crawler import run_crawl
+from memories.maintenance.doctor import unlinked_values
+from memories.maintenance.judge import run_judge
+from memories.maintenance.truth import recompute_slot
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Fact, Predicate
+from memories.store.vocabulary import forget_vocabulary
+from memories.write.actions import assert_fact
 from tests.adjudicators import ScriptedAdjudicator
 
 STATE = (

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from guardian.shortcuts import assign_perm
 
-from memories.models import Scope
-from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
-from memories.vocabulary import forget_vocabulary
+from memories.store.models import Scope
+from memories.store.roles import STEWARD_PERMISSION, STEWARDS_GROUP
+from memories.store.vocabulary import forget_vocabulary
 
 
 def at(text: str) -> datetime:

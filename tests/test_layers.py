@@ -1,10 +1,10 @@
 """The layers stack one way, with no cycles and no imports hidden inside functions.
 
-claimgraph_site → faces (console, api) → domain (admissions above memories,
-accounts beside them) → memories/core. These tests read every application
-module's imports with ``ast`` (every import statement, including those under
-``if TYPE_CHECKING:``, which name a dependency just the same) and hold them
-to that picture.
+claimgraph_site → faces (console, api) and the demo loader (demo) → domain
+(admissions above memories, accounts beside them) → memories/core. These
+tests read every application module's imports with ``ast`` (every import
+statement, including those under ``if TYPE_CHECKING:``, which name a
+dependency just the same) and hold them to that picture.
 """
 
 import ast
@@ -15,28 +15,44 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("memories", "admissions", "accounts", "api", "console", "claimgraph_site")
+PACKAGES = ("memories", "admissions", "accounts", "api", "console", "demo", "claimgraph_site")
 
 # Imports inside a function that are genuinely lazy, each with why.
 LAZY_IMPORTS: dict[tuple[str, str], str] = {}
 
 # Known edges that break the picture, each with why it is still there. An
 # entry that no longer matches anything fails the tests, so the list shrinks.
-ALLOWED_EDGES = {
-    ("memories.management.commands.seed_demo", "admissions.actions"): (
-        "the demo loader records verdicts too; it moves above memories when it is split"
-    ),
-}
+ALLOWED_EDGES: dict[tuple[str, str], str] = {}
 
 # What each layer must not import: a module of the key's package (by prefix)
 # may import nothing whose name starts with one of the values.
 FORBIDDEN = {
-    "memories": ("admissions", "accounts", "console", "api", "claimgraph_site"),
-    "admissions": ("accounts", "console", "api", "claimgraph_site"),
-    "accounts": ("admissions", "console", "api", "claimgraph_site"),
-    "console": ("api", "claimgraph_site"),
-    "api": ("console", "claimgraph_site"),
+    "memories": ("admissions", "accounts", "console", "api", "demo", "claimgraph_site"),
+    "admissions": ("accounts", "console", "api", "demo", "claimgraph_site"),
+    "accounts": ("admissions", "console", "api", "demo", "claimgraph_site"),
+    "console": ("api", "demo", "claimgraph_site"),
+    "api": ("console", "demo", "claimgraph_site"),
+    # The demo loader writes through both domain apps, as the faces do.
+    "demo": ("console", "api", "claimgraph_site"),
 }
+
+# Inside memories, the subpackages stack one way too: store/ at the bottom (the
+# models, the one apply, what every writer shares), reads/ and write/ above
+# it, maintenance/ and portability/ above those. A module of the key's
+# subpackage may import nothing of the values'.
+SUBPACKAGES_FORBIDDEN = {
+    "memories.store": (
+        "memories.write",
+        "memories.maintenance",
+        "memories.reads",
+        "memories.portability",
+    ),
+    "memories.reads": ("memories.write", "memories.maintenance"),
+    "memories.write": ("memories.maintenance",),
+}
+
+# A folder of application code past this many modules is asking to be split by concern.
+MOST_MODULES_IN_A_FOLDER = 15
 
 
 def _modules() -> dict[str, Path]:
@@ -149,6 +165,37 @@ def test_lower_layers_import_nothing_above_them():
         and not (_is_migration(source) and target.startswith("claimgraph_site.lib."))
     ]
     assert upward == []
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def test_the_memories_subpackages_import_nothing_above_them():
+    upward = [
+        f"{source} imports {target}"
+        for source, target in _edges()
+        for package, above in SUBPACKAGES_FORBIDDEN.items()
+        if _in(source, package) and any(_in(target, other) for other in above)
+    ]
+    assert upward == []
+
+
+def test_no_folder_of_application_code_holds_more_than_fifteen_modules():
+    crowded = {}
+    for package in PACKAGES:
+        for folder in [ROOT / package, *(ROOT / package).rglob("*/")]:
+            if "migrations" in folder.parts or "__pycache__" in folder.parts:
+                continue
+            modules = [path for path in folder.glob("*.py") if path.name != "__init__.py"]
+            if len(modules) > MOST_MODULES_IN_A_FOLDER:
+                crowded[str(folder.relative_to(ROOT))] = len(modules)
+    assert crowded == {}
+
+
+def test_memories_top_level_holds_only_its_subpackages_and_the_app_files():
+    modules = {path.name for path in (ROOT / "memories").glob("*.py")}
+    assert modules == {"__init__.py", "apps.py", "admin.py"}
 
 
 def test_the_site_is_imported_by_itself_and_its_lib_only_by_settings_and_migrations():

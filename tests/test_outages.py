@@ -30,7 +30,7 @@ from django.urls import include, path
 
 from accounts.actions import issue_token
 from claimgraph_site import outages
-from memories import errors
+from memories.store import errors
 from tests.deadlines import PROCESS_DEADLINE, wait_until
 
 # Requests are served on another thread, so they must see committed data;

@@ -4,7 +4,7 @@ Distributed by scope on Citus, a statement runs on one shard only when each
 per-scope table it reads is tied to one scope (``tests/scope_sql.py`` says
 exactly what counts). These tests run each hot path on a real store,
 capture every statement it sends — Django's own and those of the write
-path's psycopg cursors (``memories.lookups.hot_cursor``), which
+path's psycopg cursors (``memories.store.lookups.hot_cursor``), which
 ``connection.execute_wrapper`` never sees, so the capture listens on
 psycopg's cursor class instead — and read each one, and each statement of
 the SQL functions, views and triggers it reaches, from our ``sql/`` files.
@@ -34,10 +34,10 @@ from psycopg import sql as psql
 from accounts.actions import issue_token
 from admissions.actions import file_challenge, record_verdict
 from admissions.selectors import fact_status, recall
-from memories.actions import assert_fact
-from memories.crawler import run_crawl
-from memories.merges import merge_entities
-from memories.models import Fact, Scope
+from memories.maintenance.crawler import run_crawl
+from memories.store.models import Fact, Scope
+from memories.write.actions import assert_fact
+from memories.write.merges import merge_entities
 from tests.scope_sql import EVERY_SHARD, PER_SCOPE, ROUTER, UNSCOPED, Reading, ServerSql, read
 from tests.scope_sql import tables_written as written_by
 
@@ -54,8 +54,8 @@ Key = tuple[str, str, str, str]
 # once; docs/scale-out.md, "Statements that cross scopes", says how each runs.
 CROSSES_SCOPES: dict[Key, str] = {
     ("crawl", "client", "select", "memories_fact"): (
-        "the crawler walks every scope's active system slots (memories/crawler.py); on Citus "
-        "a multi-shard scan, or one walk per scope"
+        "the crawler walks every scope's active system slots (memories/maintenance/crawler.py); on "
+        "Citus a multi-shard scan, or one walk per scope"
     ),
     ("conflicts, global steward", "client", "select", "memories_conflict"): (
         "a global steward's queue lists every scope's conflicts; multi-shard, merged by "
@@ -69,16 +69,16 @@ CROSSES_SCOPES: dict[Key, str] = {
 # (ConflictMember and Outcome.facts carry no scope_id yet; Django joins a
 # foreign key on the id alone): docs/scale-out.md, "The migration path".
 WRITE_BY_ID = (
-    "memories/apply.py (write path): _REINFORCE and _CLOSE update memories_fact WHERE id = %s, "
-    "CloseConflict updates memories_conflict by pk, _close_moot prefetches members__fact by "
-    "id, _MARK_DECAYED (the crawler's) updates by id; memories/actions.py assert_fact reads the "
-    "reinforced fact with for_display().get(pk). Fix: Reinforce, CloseInterval, MarkDecayed "
+    "memories/store/apply.py (write path): _REINFORCE and _CLOSE update memories_fact WHERE id = "
+    "%s, CloseConflict updates memories_conflict by pk, _close_moot prefetches members__fact by "
+    "id, _MARK_DECAYED (the crawler's) updates by id; memories/write/actions.py assert_fact reads "
+    "the reinforced fact with for_display().get(pk). Fix: Reinforce, CloseInterval, MarkDecayed "
     "and CloseConflict carry scope_id (memories/core/effects.py) and each statement adds "
     "scope_id = %s"
 )
 FACT_BY_ID_FOR_A_GLOBAL_STEWARD = (
-    "memories/lookups.py readable_fact: for a global steward readable_by() names no scope, so "
-    "a fact named by its id alone is looked for on every shard (docs/scale-out.md, section 3: "
+    "memories/store/lookups.py readable_fact: for a global steward readable_by() names no scope, "
+    "so a fact named by its id alone is looked for on every shard (docs/scale-out.md, section 3: "
     "acceptable for a person); the entity join is ENTITY_BY_ID"
 )
 MEMBER_HAS_NO_SCOPE = (

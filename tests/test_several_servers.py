@@ -34,9 +34,9 @@ from django_tasks_db.models import DBTaskResult
 
 from accounts.actions import issue_token
 from admissions.worker import PERIODIC_JOBS
-from memories.models import Fact, PeriodicRun, Scope, TouchedSlot, WorkerHeartbeat
-from memories.roles import STEWARDS_GROUP
-from memories.tasks import PeriodicJob
+from memories.maintenance.tasks import PeriodicJob
+from memories.store.models import Fact, PeriodicRun, Scope, TouchedSlot, WorkerHeartbeat
+from memories.store.roles import STEWARDS_GROUP
 from tests.conftest import make_user
 from tests.deadlines import wait_until
 from tests.processes import (

@@ -78,7 +78,7 @@ from api.schemas import (
     TruthOut,
     TruthQuery,
 )
-from memories.actions import assert_fact, invalidate_fact, record_outcome
+from memories.write.actions import assert_fact, invalidate_fact, record_outcome
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken
 from console.forms import TokenForm
 from console.views.common import HtmxHttpRequest
-from memories.errors import NotFound, Rejected, StateConflict
+from memories.store.errors import NotFound, Rejected, StateConflict
 
 TEMPLATE = "console/account.html"
 

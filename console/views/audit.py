@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET
 from console.audit_words import Readable, describe, mentioned
 from console.forms import AuditFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate
-from memories.models import AuditEntry, Fact
+from memories.store.models import AuditEntry, Fact
 
 
 def _audit_rows(request: HtmxHttpRequest, form: AuditFilterForm) -> QuerySet[AuditEntry]:

@@ -19,9 +19,9 @@ from console.views.common import (
     refusals,
     steward_scopes,
 )
-from memories.errors import Rejected
-from memories.models import AuditEntry
-from memories.reverts import revert_automatic_change
+from memories.store.errors import Rejected
+from memories.store.models import AuditEntry
+from memories.write.reverts import revert_automatic_change
 
 
 def _changes_context(

@@ -16,10 +16,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from console.views.common import HtmxHttpRequest, refusals
-from memories.claims import claim_item, release_claim
-from memories.errors import StateConflict
-from memories.lookups import readable_fact, visible_conflict
-from memories.models import Conflict, Fact
+from memories.store.errors import StateConflict
+from memories.store.lookups import readable_fact, visible_conflict
+from memories.store.models import Conflict, Fact
+from memories.write.claims import claim_item, release_claim
 
 KINDS = ("conflict", "fact")
 

@@ -19,9 +19,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from console.forms import PagedForm
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.models import Scope
-from memories.roles import is_global_steward, steward_scope_ids
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.models import Scope
+from memories.store.roles import is_global_steward, steward_scope_ids
 
 
 class HtmxHttpRequest(HttpRequest):

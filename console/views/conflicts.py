@@ -35,12 +35,11 @@ from console.views.common import (
     paginate,
     refusals,
 )
-from memories.actions import may_resolve, resolve_conflict
 from memories.core.confidence import fact_decays
-from memories.errors import Forbidden, Rejected
-from memories.judge import advice_on, ask_adjudicator
-from memories.lookups import visible_conflict
-from memories.models import (
+from memories.maintenance.judge import advice_on, ask_adjudicator
+from memories.store.errors import Forbidden, Rejected
+from memories.store.lookups import visible_conflict
+from memories.store.models import (
     Bucket,
     Conflict,
     ConflictMember,
@@ -49,6 +48,8 @@ from memories.models import (
     TruthSlot,
     active_claims,
 )
+from memories.store.permissions import may_resolve
+from memories.write.actions import resolve_conflict
 
 SLOT_HISTORY_LIMIT = 60
 EARLIER_LIMIT = 20

@@ -18,9 +18,9 @@ from console.views.common import (
     steward_scopes,
 )
 from memories.core.normalize import value_key
-from memories.errors import Rejected
-from memories.merges import merge_entities, undo_merge
-from memories.models import Entity, EntityMerge, Scope
+from memories.store.errors import Rejected
+from memories.store.models import Entity, EntityMerge, Scope
+from memories.write.merges import merge_entities, undo_merge
 
 # How many merge records the page lists under "Recent merge records".
 HISTORY = 20

@@ -50,15 +50,15 @@ from console.views.common import (
     refusals,
 )
 from console.views.queues import next_candidate_url
-from memories.actions import may_end
 from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
-from memories.errors import NotFound, Rejected
-from memories.lookups import readable_fact
-from memories.merges import merge_target_id, visible_entity
-from memories.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
-from memories.roles import is_steward_of
-from memories.selectors import supersession_chain
+from memories.reads.selectors import supersession_chain
+from memories.store.errors import NotFound, Rejected
+from memories.store.lookups import readable_fact
+from memories.store.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
+from memories.store.permissions import may_end
+from memories.store.roles import is_steward_of
+from memories.write.merges import merge_target_id, visible_entity
 
 # How many links of the supersession chain the fact page shows each way.
 CHAIN_LIMIT = 25

@@ -10,13 +10,13 @@ from django.views.decorators.http import require_GET
 
 from admissions.worker import PERIODIC_JOBS
 from console.views.common import HtmxHttpRequest, steward_scopes
-from memories.health import background_health
+from memories.maintenance.health import background_health
 
 
 @require_GET
 @login_required
 def health(request: HtmxHttpRequest) -> HttpResponse:
-    """``memories.health.background_health()`` as a page, for stewards; anyone else gets a 404."""
+    """``memories.maintenance.health.background_health()`` as a page for stewards (else 404)."""
     if not steward_scopes(request.user).exists():
         raise Http404
     found = background_health(jobs=PERIODIC_JOBS)

@@ -30,9 +30,17 @@ from console.admission_forms import BatchReviewForm, CandidateFilterForm, Challe
 from console.views.audit import in_words
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
 from memories.core.text import MAX_REASON_LENGTH
-from memories.errors import Forbidden, Rejected, StateConflict
-from memories.models import AuditEntry, Bucket, Conflict, ConflictMember, Fact, Scope, active_claims
-from memories.roles import is_global_steward, steward_scope_ids
+from memories.store.errors import Forbidden, Rejected, StateConflict
+from memories.store.models import (
+    AuditEntry,
+    Bucket,
+    Conflict,
+    ConflictMember,
+    Fact,
+    Scope,
+    active_claims,
+)
+from memories.store.roles import is_global_steward, steward_scope_ids
 
 # --- dashboard ------------------------------------------------------------------------
 

@@ -19,9 +19,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from console.forms import ConfirmWithdrawalForm, WithdrawalForm
 from console.views.common import HtmxHttpRequest, add_rejection, done, refusals, steward_scopes
-from memories.episodes import WithdrawalPlan, withdraw_episode
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.models import Fact, Scope, Withdrawal
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.models import Fact, Scope, Withdrawal
+from memories.write.episodes import WithdrawalPlan, withdraw_episode
 
 # withdraw_episode asks every caller for a reason; a dry run records nothing.
 DRY_RUN_REASON = "dry run"

@@ -1,6 +1,6 @@
 """The maintenance crawler's decision for one slot (SPEC §8).
 
-Pure: the shell (``memories.crawler``) passes one (scope, subject, predicate)
+Pure: the shell (``memories.maintenance.crawler``) passes one (scope, subject, predicate)
 slot's live system facts as plain values, the vocabulary, ``now``, the decay
 settings and the id a new conflict would get; :func:`crawl_slot` returns the
 :class:`~memories.core.effects.Effects` to apply and the count of each action.

@@ -2,7 +2,7 @@
 
 This module is the pure core. It reads no database, no clock and no settings:
 callers pass the vocabulary, the standing facts of the slot and ``now``, and
-get back a value saying what to do. ``memories.actions.assert_fact`` is the
+get back a value saying what to do. ``memories.write.actions.assert_fact`` is the
 shell that gathers those inputs under a lock and applies the decision.
 
 ``parse_assertion`` turns a raw mapping (a form, a JSON body, a JSONL line)

@@ -2,7 +2,7 @@
 
 Every writer of facts and conflicts (the actions, the import, background
 maintenance) turns its decision into :class:`Effects` here and hands them to
-``memories.apply``, which turns them into rows. So each rule's wording (the
+``memories.store.apply``, which turns them into rows. So each rule's wording (the
 audit rule, the moot reason) is written once, in this module, and both of
 apply's back ends take the same values.
 

@@ -1,6 +1,6 @@
 """A steward's revert of an automatic change (SPEC §12): what it restores, as effects.
 
-Pure: the shell (``memories.reverts``) reads the audit entry to revert and
+Pure: the shell (``memories.write.reverts``) reads the audit entry to revert and
 the present state of what it touched, as plain values, and
 :func:`revert_effects` returns the :class:`~memories.core.effects.Effects`
 that restore the state before the change, with the revert's own audit

@@ -1,13 +1,13 @@
 """Truth slots: the current answer for one (scope, subject, predicate) (SPEC §7).
 
-Pure: no Django, no database, no clock. The shell (``memories.truth``) passes
+Pure: no Django, no database, no clock. The shell (``memories.maintenance.truth``) passes
 the live claims of one slot as :class:`Claim` values, the predicate's
 semantics, an adjudicator's verdict if it has one, and ``now``; ``decide_slot``
 returns a :class:`TruthOutcome`. What the outcome says must *change* in the
 store (a supersession, a conflict to open) is a proposal; :func:`settle`
 holds back what automatic maintenance may not do (rules 7-9 below) and
 :func:`truth_effects` turns the rest into
-:class:`~memories.core.effects.Effects` for ``memories.apply``. This module
+:class:`~memories.core.effects.Effects` for ``memories.store.apply``. This module
 decides; it never writes.
 
 Rules, in precedence order:

@@ -1,6 +1,6 @@
 -- When an entity merge is in force (SPEC §12): the one statement of the rule.
 --
--- Merge records are only ever inserted (memories.merges). A record is in force
+-- Merge records are only ever inserted (memories.write.merges). A record is in force
 -- while it is not itself an undo record and no later record undoes it. An
 -- entity with a merge in force answers as the entity it was merged into
 -- (into_id), so new writes naming either spelling land on one slot.
@@ -10,8 +10,8 @@
 -- answer never depends on the order the rows are read in.
 --
 -- Everyone asks here: claimgraph_open_slot (slots.sql) and the entity lookup
--- (memories.lookups) for the write path, the import (memories.ingest), and
--- the ORM through EntityMerge.objects.in_force() (memories.models), each as
+-- (memories.store.lookups) for the write path, the import (memories.write.ingest), and
+-- the ORM through EntityMerge.objects.in_force() (memories.store.models), each as
 --     (SELECT m.into_id FROM claimgraph_merge_in_force(<scope id>, <entity id>) AS m)
 --
 -- A merge never crosses scopes, and the scope comes first: every read here

@@ -8,7 +8,7 @@
 
 -- The id of a slot's transaction-scoped advisory lock. Every writer to a slot
 -- takes pg_advisory_xact_lock(claimgraph_slot_lock_id(...)): claimgraph_open_slot
--- below and memories.slots (one slot, or many in lock-id order). IMMUTABLE and a
+-- below and memories.store.slots (one slot, or many in lock-id order). IMMUTABLE and a
 -- bare expression, so PostgreSQL inlines it into each caller's statement.
 CREATE OR REPLACE FUNCTION claimgraph_slot_lock_id(
     p_scope_id bigint, p_subject_id bigint, p_slot_name text
@@ -23,7 +23,7 @@ $$;
 -- the one statement of it. Narrower than the whole slot on purpose: a busy
 -- 'many' slot can hold hundreds of live values, and only a 'one' predicate or
 -- a low-trust writer (the revenant rule) needs to see the other values
--- (p_all_values, decided by memories.actions._slot_read_arguments).
+-- (p_all_values, decided by memories.write.actions._slot_read_arguments).
 CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
     p_scope_id bigint, p_subject_id bigint, p_bucket text, p_author_id bigint,
     p_predicate_id bigint, p_object_kind text, p_object_key text,
@@ -58,7 +58,7 @@ $$;
 -- entity), else -- with p_create -- a new one named p_name: "looked up by
 -- name or alias, created on first mention" (SPEC §1), the one statement of
 -- it, for the write path (claimgraph_open_slot below) and every other caller
--- (memories.lookups). An exact name wins over an alias, so the answer is
+-- (memories.store.lookups). An exact name wins over an alias, so the answer is
 -- deterministic when one entity's name is another's alias. merged_into is
 -- the entity it answers as while a steward's merge of it is in force.
 -- ON CONFLICT DO NOTHING waits for a concurrent writer inserting the same key
@@ -111,7 +111,7 @@ $$;
 
 
 -- Opening a slot in one round trip, for every assertion
--- (memories.actions._open_slot): authorize the writer, find the subject
+-- (memories.write.actions._open_slot): authorize the writer, find the subject
 -- (creating it on first mention), take the slot's lock, then read the slot's
 -- facts that can matter. Inside a VOLATILE PL/pgSQL function each statement
 -- takes a fresh snapshot, so the read that follows the lock sees everything
@@ -132,7 +132,7 @@ CREATE OR REPLACE FUNCTION claimgraph_open_slot(
 ) LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     -- Who may WRITE a scope, its common case: a member. Nothing comes back
-    -- for anyone else, and the caller then asks memories.lookups.writable_scope,
+    -- for anyone else, and the caller then asks memories.store.lookups.writable_scope,
     -- the whole rule (a member, or a steward of the scope who is not one).
     -- This is not who may READ a fact: that is Fact.objects.readable_by.
     SELECT s.id, s.name, s.description, s.created_at

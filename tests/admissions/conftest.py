@@ -3,9 +3,9 @@
 import pytest
 from django.contrib.auth.models import Group
 
-from memories.actions import assert_fact
-from memories.models import Fact
-from memories.roles import STEWARDS_GROUP
+from memories.store.models import Fact
+from memories.store.roles import STEWARDS_GROUP
+from memories.write.actions import assert_fact
 from tests.conftest import make_user
 
 

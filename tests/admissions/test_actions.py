@@ -18,8 +18,8 @@ from admissions.selectors import (
     scope_statuses,
     with_admission_status,
 )
-from memories.errors import NotFound, Rejected, StateConflict
-from memories.models import AuditEntry, Fact
+from memories.store.errors import NotFound, Rejected, StateConflict
+from memories.store.models import AuditEntry, Fact
 from tests.admissions.conftest import write_fact
 from tests.conftest import at, make_user
 

@@ -10,7 +10,7 @@ import pytest
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import FactVerdict, OpenChallenge, ScopeTally
 from admissions.selectors import fact_status, fold_as_known_at, scope_statuses
-from memories.models import Fact
+from memories.store.models import Fact
 from tests.admissions.conftest import write_fact
 from tests.racing import race
 

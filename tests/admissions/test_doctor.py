@@ -19,9 +19,9 @@ from django_tasks_db.models import DBTaskResult
 
 from admissions.actions import file_challenge, record_verdict
 from admissions.worker import PERIODIC_JOBS
-from memories.actions import resolve_conflict
-from memories.models import Conflict, DoctorRun, Entity, Fact, Predicate, WorkerHeartbeat
-from memories.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
+from memories.maintenance.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
+from memories.store.models import Conflict, DoctorRun, Entity, Fact, Predicate, WorkerHeartbeat
+from memories.write.actions import resolve_conflict
 from tests.admissions.conftest import write_fact
 from tests.conftest import make_user
 from tests.taskqueue import run_queued_tasks

@@ -12,8 +12,8 @@ from guardian.shortcuts import assign_perm
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record
-from memories.errors import Forbidden, NotFound
-from memories.roles import STEWARD_PERMISSION
+from memories.store.errors import Forbidden, NotFound
+from memories.store.roles import STEWARD_PERMISSION
 from tests.admissions.conftest import write_fact
 from tests.conftest import make_user
 

@@ -6,7 +6,7 @@ import pytest
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
 from admissions.selectors import recall
-from memories.errors import NotFound
+from memories.store.errors import NotFound
 from tests.admissions.conftest import write_fact
 from tests.conftest import at
 

@@ -12,9 +12,9 @@ from django.contrib.auth.models import User
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
 from admissions.selectors import recall, recall_through_orm
-from memories.actions import assert_fact, invalidate_fact
-from memories.errors import NotFound
-from memories.models import FACT_DISPLAY_RELATIONS, Fact
+from memories.store.errors import NotFound
+from memories.store.models import FACT_DISPLAY_RELATIONS, Fact
+from memories.write.actions import assert_fact, invalidate_fact
 from tests.admissions.conftest import write_fact
 from tests.conftest import at
 

@@ -9,10 +9,10 @@ from django.contrib.auth.models import User
 
 from admissions.actions import file_challenge, record_verdict
 from admissions.selectors import fact_statuses, shown_fact
-from memories.actions import assert_fact
-from memories.errors import NotFound
-from memories.lookups import readable_fact
-from memories.models import FACT_DISPLAY_RELATIONS, Fact
+from memories.store.errors import NotFound
+from memories.store.lookups import readable_fact
+from memories.store.models import FACT_DISPLAY_RELATIONS, Fact
+from memories.write.actions import assert_fact
 from tests.admissions.conftest import write_fact
 
 pytestmark = pytest.mark.django_db

@@ -24,7 +24,7 @@ from admissions.selectors import (
     share_percent,
     with_admission_status,
 )
-from memories.models import Fact
+from memories.store.models import Fact
 from tests.admissions.conftest import write_fact
 from tests.conftest import make_user
 

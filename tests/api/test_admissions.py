@@ -3,8 +3,8 @@
 import pytest
 
 from admissions.models import Record
-from memories.actions import assert_fact
-from memories.models import Fact
+from memories.store.models import Fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

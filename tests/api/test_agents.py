@@ -8,8 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact, invalidate_fact
-from memories.vocabulary import load_vocabulary
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import assert_fact, invalidate_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

@@ -11,8 +11,8 @@ from django.test import Client
 from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken, WriteAllowance
 from accounts.tokens import RateLimited, spend_write, token_for_secret
-from memories.models import Fact, Scope
-from memories.roles import is_global_steward, is_steward_of
+from memories.store.models import Fact, Scope
+from memories.store.roles import is_global_steward, is_steward_of
 from tests.api.conftest import Agent, fact_body
 from tests.racing import race
 

@@ -7,10 +7,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from admissions.actions import record_verdict
-from memories.actions import invalidate_fact
 from memories.core.effects import SUPERSEDE_RULE
-from memories.models import AuditEntry, Fact
-from memories.vocabulary import load_vocabulary
+from memories.store.models import AuditEntry, Fact
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import invalidate_fact
 from tests.changes_world import (
     backdated_closings,
     maintain,

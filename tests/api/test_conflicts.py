@@ -2,8 +2,8 @@
 
 import pytest
 
-from memories.actions import assert_fact
-from memories.models import Conflict, Fact
+from memories.store.models import Conflict, Fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

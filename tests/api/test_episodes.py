@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.models import Withdrawal
+from memories.store.models import Withdrawal
 from tests.memories.test_episodes import poisoned  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db

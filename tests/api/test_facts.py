@@ -9,7 +9,7 @@ from django.utils import timezone
 from admissions.actions import record_verdict
 from api.app import api
 from api.schemas import AnswerEncoder, AssertOut
-from memories.models import Fact, Outcome
+from memories.store.models import Fact, Outcome
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

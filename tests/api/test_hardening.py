@@ -14,7 +14,7 @@ from django.test import Client
 
 from accounts.actions import issue_token
 from admissions.models import Record
-from memories.actions import assert_fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 from tests.api.test_errors import counts
 

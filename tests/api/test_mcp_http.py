@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from accounts.actions import issue_token
 from admissions.actions import record_verdict
 from api.mcp.guide import INSTRUCTIONS
-from memories.actions import assert_fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
 from tests.api.mcp_client import body, call_http, live_site, over_http
 from tests.deadlines import PROCESS_DEADLINE

@@ -11,9 +11,9 @@ from django.db import connection, transaction
 
 from accounts.actions import issue_token
 from admissions.actions import record_verdict
-from memories.actions import assert_fact
-from memories.models import Scope
-from memories.slots import lock_slot
+from memories.store.models import Scope
+from memories.store.slots import lock_slot
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import call_http, live_site
 from tests.conftest import make_user

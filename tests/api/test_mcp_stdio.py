@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import ROOT, body, over_stdio, stdio_parameters
 from tests.deadlines import PROCESS_DEADLINE

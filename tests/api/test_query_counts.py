@@ -8,8 +8,8 @@ import psycopg
 import pytest
 
 from admissions.actions import file_challenge, record_verdict
-from memories.actions import assert_fact
-from memories.vocabulary import load_vocabulary
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

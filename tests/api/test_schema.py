@@ -16,8 +16,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from accounts.actions import issue_token
 from claimgraph_site.wsgi import application
-from memories.actions import assert_fact
-from memories.tasks import record_heartbeat
+from memories.maintenance.tasks import record_heartbeat
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application)

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from admissions.models import Record
-from memories.actions import assert_fact
-from memories.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Outcome
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Outcome
+from memories.write.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
 
 pytestmark = pytest.mark.django_db

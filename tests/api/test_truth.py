@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 Generated at a small size on the test database, then read back through the
 application's own code: the admission statuses PostgreSQL derives equal the
-pure fold, the truth slots equal what ``memories.truth`` recomputes, the
+pure fold, the truth slots equal what ``memories.maintenance.truth`` recomputes, the
 agent's token reads facts over the API, the write path goes on writing, and
 one seed gives one store.
 """
@@ -19,10 +19,10 @@ from accounts.models import ApiToken
 from admissions import status
 from admissions.models import FactVerdict, OpenChallenge, Record, ScopeTally
 from admissions.selectors import fact_status, recall, share_percent
-from memories.actions import assert_fact
 from memories.core.truth import decide_slot, settle
-from memories.crawler import run_crawl
-from memories.models import (
+from memories.maintenance.crawler import run_crawl
+from memories.maintenance.truth import _value_json, load_claims, predicate_spec, recompute_slot
+from memories.store.models import (
     AuditEntry,
     Bucket,
     Cardinality,
@@ -36,7 +36,7 @@ from memories.models import (
     Scope,
     TruthSlot,
 )
-from memories.truth import _value_json, load_claims, predicate_spec, recompute_slot
+from memories.write.actions import assert_fact
 
 # Appended, not put first: bench/ holds scripts named like the apps (admissions.py).
 sys.path.append(str(Path(__file__).resolve().parents[2] / "bench"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.models import Fact
+from memories.store.models import Fact
 from tests.browser.conftest import needs_browser, sign_in
 from tests.browser.test_console import serious_violations
 from tests.changes_world import write_path_supersession

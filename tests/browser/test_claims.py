@@ -6,8 +6,8 @@ import re
 import pytest
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact
-from memories.models import Fact, InvalidationKind, ReviewClaim, Withdrawal
+from memories.store.models import Fact, InvalidationKind, ReviewClaim, Withdrawal
+from memories.write.actions import assert_fact
 from tests.browser.conftest import SCREENSHOTS, needs_browser, sign_in
 from tests.conftest import make_user
 

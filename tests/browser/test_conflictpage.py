@@ -8,12 +8,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from memories.actions import assert_fact
-from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import Verdict
-from memories.judge import ask_adjudicator
-from memories.models import Conflict, Fact
-from memories.truth import mark_slots_stale, recompute_slot
+from memories.maintenance.adjudicator import AdjudicationRequest, Answer
+from memories.maintenance.judge import ask_adjudicator
+from memories.maintenance.truth import mark_slots_stale, recompute_slot
+from memories.store.models import Conflict, Fact
+from memories.write.actions import assert_fact
 from tests.browser.conftest import SCREENSHOTS, needs_browser, sign_in
 
 pytestmark = [

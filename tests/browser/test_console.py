@@ -11,8 +11,8 @@ from django.core.management import call_command
 from admissions.actions import record_verdict
 from admissions.models import Record
 from admissions.selectors import fact_status
-from memories.actions import assert_fact
-from memories.models import Conflict, Fact
+from memories.store.models import Conflict, Fact
+from memories.write.actions import assert_fact
 from tests.browser.conftest import PASSWORD, SCREENSHOTS, needs_browser, sign_in
 
 pytestmark = [

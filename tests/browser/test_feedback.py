@@ -13,7 +13,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
 from admissions.selectors import fact_status
-from memories.actions import assert_fact
+from memories.write.actions import assert_fact
 from tests.browser.conftest import PASSWORD, SCREENSHOTS, needs_browser, sign_in
 from tests.browser.test_console import demo_pages
 

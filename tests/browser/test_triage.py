@@ -10,7 +10,7 @@ import pytest
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import Record
 from admissions.selectors import fact_status
-from memories.actions import assert_fact, resolve_conflict
+from memories.write.actions import assert_fact, resolve_conflict
 from tests.browser.conftest import needs_browser, sign_in
 
 pytestmark = [

@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact
-from memories.models import Conflict, Fact
+from memories.store.models import Conflict, Fact
+from memories.write.actions import assert_fact
 from tests.conftest import at
 
 NOW = at("2026-06-01T12:00")

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from memories.models import AuditEntry
+from memories.store.models import AuditEntry
 from tests.changes_world import state, write_path_supersession
 from tests.console.conftest import signed_in
 

@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from memories.claims import claim_item
-from memories.models import ReviewClaim
+from memories.store.models import ReviewClaim
+from memories.write.claims import claim_item
 from tests.console.conftest import signed_in
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from console.conflict_words import KIND_EXPLANATIONS, kind_explanation
 from console.views.conflicts import COMPARED, ROWS
-from memories.models import Adjudication, Conflict, ConflictKind
-from memories.truth import mark_slots_stale, recompute_slot
+from memories.maintenance.truth import mark_slots_stale, recompute_slot
+from memories.store.models import Adjudication, Conflict, ConflictKind
 from tests.conftest import at
 
 from .conftest import write

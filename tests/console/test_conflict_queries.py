@@ -11,9 +11,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from memories.actions import resolve_conflict
-from memories.models import Conflict
-from memories.vocabulary import load_vocabulary
+from memories.store.models import Conflict
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import resolve_conflict
 from tests.conftest import at
 from tests.console.conftest import write
 

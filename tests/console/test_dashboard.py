@@ -6,8 +6,8 @@ from django.urls import reverse
 from admissions.actions import file_challenge, record_verdict
 from admissions.selectors import candidates
 from console.views import queues
-from memories.actions import invalidate_fact, resolve_conflict
-from memories.models import Scope
+from memories.store.models import Scope
+from memories.write.actions import invalidate_fact, resolve_conflict
 from tests.console.conftest import signed_in
 from tests.test_settings import start_settings
 

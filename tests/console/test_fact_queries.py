@@ -12,11 +12,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from admissions.actions import file_challenge, record_verdict
-from memories.actions import record_outcome
-from memories.lookups import find_entity
-from memories.merges import merge_entities
-from memories.models import Entity, Scope
-from memories.vocabulary import load_vocabulary
+from memories.store.lookups import find_entity
+from memories.store.models import Entity, Scope
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import record_outcome
+from memories.write.merges import merge_entities
 from tests.conftest import at
 from tests.console.conftest import signed_in, write
 

@@ -6,7 +6,7 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from api.errors import permission_denied
-from memories.models import Fact
+from memories.store.models import Fact
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from admissions.models import Record
 from console import admission_forms
 from console import forms as memory_forms
 from console.forms import TokenForm
-from memories.actions import assert_fact
-from memories.models import Scope
+from memories.store.models import Scope
+from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from console.timeline import Span, layout
-from memories.models import Entity
+from memories.store.models import Entity
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db

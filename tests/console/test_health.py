@@ -8,8 +8,8 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from admissions.worker import PERIODIC_JOBS
-from memories.models import CrawlerRun, DoctorRun
-from memories.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
+from memories.maintenance.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
+from memories.store.models import CrawlerRun, DoctorRun
 from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db

@@ -3,10 +3,10 @@
 import pytest
 from django.urls import reverse
 
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.lookups import find_entity
-from memories.merges import merge_entities, undo_merge
-from memories.models import AuditEntry, Entity, EntityMerge
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.lookups import find_entity
+from memories.store.models import AuditEntry, Entity, EntityMerge
+from memories.write.merges import merge_entities, undo_merge
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.urls import reverse
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import Record
 from admissions.selectors import fact_status
-from memories.models import AuditEntry, Conflict, Fact
+from memories.store.models import AuditEntry, Conflict, Fact
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +71,7 @@ def test_conflict_queue_lists_subject_predicate_and_objects_linking_by_subject(a
 def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
     as_steward, as_outsider, steward, member, outsider, other_scope, world
 ):
-    from memories.actions import resolve_conflict
+    from memories.write.actions import resolve_conflict
     from tests.conftest import at
 
     from .conftest import write
@@ -296,7 +296,7 @@ def test_steward_correction_supersedes_and_opens_the_replacement(as_steward, wor
 
 
 def test_fact_page_lists_records_oldest_first_and_receipts(as_member, member, world):
-    from memories.actions import record_outcome
+    from memories.write.actions import record_outcome
 
     file_challenge(actor=member, fact_id=world.admitted.pk, ground="first", evidence=None)
     file_challenge(actor=member, fact_id=world.admitted.pk, ground="second", evidence=None)

@@ -6,9 +6,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from admissions.actions import file_challenge, record_verdict
-from memories.actions import record_outcome
-from memories.models import Scope
-from memories.vocabulary import load_vocabulary
+from memories.store.models import Scope
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import record_outcome
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +86,7 @@ def test_dashboard_counts_in_a_fixed_number_of_queries(
 def test_conflict_and_fact_pages_stay_within_a_fixed_budget(
     as_steward, crowd, django_assert_max_num_queries
 ):
-    from memories.models import Conflict
+    from memories.store.models import Conflict
 
     conflict = Conflict.objects.open().first()
     with django_assert_max_num_queries(20):
@@ -99,7 +99,7 @@ def test_conflict_and_fact_pages_stay_within_a_fixed_budget(
 def test_detail_pages_issue_as_many_queries_for_a_long_history_as_for_a_short_one(
     as_steward, member, steward
 ):
-    from memories.models import Conflict
+    from memories.store.models import Conflict
 
     standing = write(steward, "svc", "core/has-version", "1.0", "code").fact
     conflict = write(member, "svc", "core/has-version", "0.9", "agent-note").conflict
@@ -149,7 +149,7 @@ def test_conflicts_queue_reads_the_viewers_scopes_once_for_rows_and_filter(as_st
 
 
 def test_conflict_page_reads_its_scope_only_with_the_conflict(as_steward, crowd):
-    from memories.models import Conflict
+    from memories.store.models import Conflict
 
     conflict = Conflict.objects.open().first()
     with CaptureQueriesContext(connection) as captured:

@@ -8,9 +8,9 @@ from django.urls import reverse
 
 from accounts.actions import issue_token
 from admissions.actions import file_challenge, record_verdict
-from memories.merges import merge_entities
-from memories.models import Entity
-from memories.vocabulary import load_vocabulary
+from memories.store.models import Entity
+from memories.store.vocabulary import load_vocabulary
+from memories.write.merges import merge_entities
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db

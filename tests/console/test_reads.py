@@ -115,7 +115,7 @@ def test_fact_page_chain_stops_at_its_limit_each_way(as_steward, steward, monkey
 
 def _chain_link_by_link(fact, limit):
     """The ORM twin of ``supersession_chain``: one query per link, each way."""
-    from memories.models import Fact
+    from memories.store.models import Fact
 
     before, current = [], fact
     while len(before) < limit:
@@ -133,8 +133,8 @@ def _chain_link_by_link(fact, limit):
 
 @pytest.mark.parametrize("limit", [1, 2, 25])
 def test_the_supersession_chain_is_its_link_by_link_walk(steward, limit):
-    from memories.models import Fact
-    from memories.selectors import supersession_chain
+    from memories.reads.selectors import supersession_chain
+    from memories.store.models import Fact
     from tests.conftest import at
 
     from .conftest import write

@@ -10,7 +10,7 @@ from django.urls import reverse
 from admissions.actions import record_verdict
 from admissions.models import Record
 from admissions.selectors import candidates, challenge_summary
-from memories.models import AuditEntry, Conflict, ConflictKind, Fact, Outcome, Scope
+from memories.store.models import AuditEntry, Conflict, ConflictKind, Fact, Outcome, Scope
 
 pytestmark = pytest.mark.django_db
 

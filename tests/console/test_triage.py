@@ -15,8 +15,8 @@ from admissions.models import Record
 from admissions.selectors import fact_status
 from admissions.status import Finding, Status
 from console.explain import Part, explanation_parts
-from memories.actions import invalidate_fact, resolve_conflict
-from memories.models import Fact
+from memories.store.models import Fact
+from memories.write.actions import invalidate_fact, resolve_conflict
 from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db

@@ -68,7 +68,7 @@ def test_text_is_escaped_in_values_labels_and_attributes():
 
 
 def test_predicate_and_source_filters_list_the_whole_vocabulary_in_the_models_order(steward):
-    from memories.models import Predicate, SourceType
+    from memories.store.models import Predicate, SourceType
 
     form = CandidateFilterForm(user=steward)
     listed = {

@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from memories.actions import assert_fact
-from memories.models import Fact, InvalidationKind, Withdrawal
+from memories.store.models import Fact, InvalidationKind, Withdrawal
+from memories.write.actions import assert_fact
 from tests.conftest import at, make_user
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memories.actions import assert_fact
-from memories.adjudicator import (
+from memories.core.decisions import PredicateSpec
+from memories.core.truth import Claim, claim_set_hash
+from memories.maintenance.adjudicator import (
     AdjudicationRequest,
     LLMAdjudicator,
     PolicyFallback,
@@ -24,11 +25,10 @@ from memories.adjudicator import (
     build_messages,
     configured_adjudicator,
 )
-from memories.core.decisions import PredicateSpec
-from memories.core.truth import Claim, claim_set_hash
-from memories.models import Adjudication, Predicate, TruthSlot
-from memories.tasks import recompute_slot_task
-from memories.vocabulary import forget_vocabulary
+from memories.maintenance.tasks import recompute_slot_task
+from memories.store.models import Adjudication, Predicate, TruthSlot
+from memories.store.vocabulary import forget_vocabulary
+from memories.write.actions import assert_fact
 from tests.deadlines import PROCESS_DEADLINE
 from tests.taskqueue import drain_queue, task_statuses
 

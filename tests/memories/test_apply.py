@@ -15,16 +15,17 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories.actions import assert_fact
-from memories.apply import FactState, SetApplier, Slots, apply
-from memories.batch import load_open_conflicts
 from memories.core.decisions import Decision, Evidence, Reinforcement
 from memories.core.effects import NewFact, reinforce_effects, write_effects
-from memories.ingest import import_lines
-from memories.models import AuditEntry, Conflict, ConflictMember, Fact, TouchedSlot, TruthSlot
-from memories.tasks import recompute_on_commit, recompute_touched_slots_task
-from memories.vocabulary import load_vocabulary
-from memories.worker import PERIODIC_JOBS, Scheduler
+from memories.maintenance.tasks import recompute_touched_slots_task
+from memories.maintenance.worker import PERIODIC_JOBS, Scheduler
+from memories.store.apply import FactState, SetApplier, Slots, do_apply
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Fact, TouchedSlot, TruthSlot
+from memories.store.touched import recompute_on_commit
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import assert_fact
+from memories.write.batch import load_open_conflicts
+from memories.write.ingest import import_lines
 from tests.conftest import at
 from tests.taskqueue import run_queued_tasks, task_statuses
 
@@ -167,7 +168,7 @@ def test_both_back_ends_end_in_the_same_rows(member, scope):
 
     savepoint = transaction.savepoint_create()
     for effects in sequence:
-        apply(effects)
+        do_apply(effects)
     one_at_a_time = end_state(scope)
     transaction.savepoint_rollback(savepoint)
 

@@ -6,10 +6,10 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from admissions.actions import record_verdict
-from memories.actions import assert_fact, resolve_conflict
-from memories.claims import claim_item, release_claim
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.models import ReviewClaim
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.models import ReviewClaim
+from memories.write.actions import assert_fact, resolve_conflict
+from memories.write.claims import claim_item, release_claim
 from tests.conftest import at, make_user
 from tests.racing import race
 

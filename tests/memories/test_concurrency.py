@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from django.db import connection, connections, transaction
 
-from memories.actions import assert_fact
-from memories.models import Entity, Fact
-from memories.slots import lock_slot
+from memories.store.models import Entity, Fact
+from memories.store.slots import lock_slot
+from memories.write.actions import assert_fact
 from tests.deadlines import PROCESS_DEADLINE, wait_until
 from tests.racing import a_session_waits_on_a_lock, race
 

@@ -4,8 +4,8 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from memories.actions import assert_fact
-from memories.models import Conflict, Fact
+from memories.store.models import Conflict, Fact
+from memories.write.actions import assert_fact
 
 pytestmark = pytest.mark.django_db
 

@@ -12,13 +12,13 @@ from django.db import transaction
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories import crawler
-from memories.actions import assert_fact, invalidate_fact, resolve_conflict
-from memories.apply import apply, apply_many
 from memories.core.confidence import effective_confidence
-from memories.crawler import crawl_task, run_crawl
-from memories.health import background_health
-from memories.models import (
+from memories.maintenance import crawler
+from memories.maintenance.crawler import crawl_task, run_crawl
+from memories.maintenance.health import background_health
+from memories.maintenance.worker import PERIODIC_JOBS, Scheduler
+from memories.store.apply import do_apply, do_apply_many
+from memories.store.models import (
     AuditEntry,
     Conflict,
     ConflictMember,
@@ -29,8 +29,8 @@ from memories.models import (
     Scope,
     SourceType,
 )
-from memories.vocabulary import forget_vocabulary, load_vocabulary
-from memories.worker import PERIODIC_JOBS, Scheduler
+from memories.store.vocabulary import forget_vocabulary, load_vocabulary
+from memories.write.actions import assert_fact, invalidate_fact, resolve_conflict
 
 pytestmark = pytest.mark.django_db
 
@@ -239,7 +239,7 @@ def test_the_scheduler_runs_the_first_crawl_a_minute_after_it_starts():
     assert not DBTaskResult.objects.exists()
     scheduler.tick(1_000.0 + job.first_after, started + timedelta(seconds=job.first_after))
     assert list(DBTaskResult.objects.values_list("task_path", flat=True)) == [
-        "memories.crawler.crawl_task"
+        "memories.maintenance.crawler.crawl_task"
     ]
 
 
@@ -448,11 +448,11 @@ def test_apply_many_writes_what_apply_writes_one_decision_at_a_time(member, stew
         )
 
     with transaction.atomic():
-        one_by_one = [apply(effects) for effects in changes]
+        one_by_one = [do_apply(effects) for effects in changes]
         expected = end_state()
         transaction.set_rollback(True)
     with transaction.atomic():
-        together = apply_many(changes)
+        together = do_apply_many(changes)
         assert end_state() == expected
         transaction.set_rollback(True)
     assert together.touched == set().union(*(done.touched for done in one_by_one))

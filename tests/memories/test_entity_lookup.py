@@ -2,8 +2,8 @@
 
 from django.db import connection
 
-from memories.lookups import find_entity, get_or_create_entity
-from memories.models import Entity
+from memories.store.lookups import find_entity, get_or_create_entity
+from memories.store.models import Entity
 
 
 def _entity_rows_read() -> int:

@@ -10,10 +10,10 @@ from django.db import connection
 
 from admissions.actions import record_verdict
 from admissions.selectors import fact_status
-from memories.actions import assert_fact
-from memories.episodes import withdraw_episode
-from memories.errors import Forbidden, NotFound, StateConflict
-from memories.models import AuditEntry, Conflict, Fact, Withdrawal
+from memories.store.errors import Forbidden, NotFound, StateConflict
+from memories.store.models import AuditEntry, Conflict, Fact, Withdrawal
+from memories.write.actions import assert_fact
+from memories.write.episodes import withdraw_episode
 from tests.conftest import at, make_user
 
 pytestmark = pytest.mark.django_db

@@ -13,10 +13,7 @@ from django.db import connection
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import Record
 from admissions.selectors import fact_status
-from memories.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
-from memories.episodes import withdraw_episode
-from memories.merges import merge_entities
-from memories.models import (
+from memories.store.models import (
     AuditEntry,
     Conflict,
     ConflictMember,
@@ -27,6 +24,9 @@ from memories.models import (
     Scope,
     Withdrawal,
 )
+from memories.write.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
+from memories.write.episodes import withdraw_episode
+from memories.write.merges import merge_entities
 from tests.conftest import at
 
 pytestmark = pytest.mark.django_db
@@ -123,7 +123,7 @@ def build_store(member, author, steward, scope_steward) -> None:
     )
     record_outcome(actor=member, fact_ids=[kept.fact.pk], now=now())
     withdraw_episode(actor=steward, scope="project", episode="run-1", reason="bad run", now=now())
-    # What a steward's revert of an automatic change leaves behind (memories.reverts).
+    # What a steward's revert of an automatic change leaves behind (memories.write.reverts).
     Fact.objects.filter(pk=kept.fact.pk).update(decay_reverted_at=now())
     Conflict.objects.filter(pk=Conflict.objects.order_by("opened_at")[0].pk).update(
         reopened_at=now()

@@ -16,8 +16,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connections
 
-from memories.ingest import ImportStopped, import_lines
-from memories.models import Entity, Fact, Scope
+from memories.store.models import Entity, Fact, Scope
+from memories.write.ingest import ImportStopped, import_lines
 
 pytestmark = pytest.mark.django_db
 

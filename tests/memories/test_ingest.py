@@ -11,12 +11,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from memories import ingest
-from memories.actions import assert_fact, invalidate_fact
-from memories.errors import NotFound, Rejected
-from memories.ingest import ImportStopped, import_lines
-from memories.merges import merge_entities
-from memories.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Scope
+from memories.store.errors import NotFound, Rejected
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Entity, Fact, Scope
+from memories.write import ingest
+from memories.write.actions import assert_fact, invalidate_fact
+from memories.write.ingest import ImportStopped, import_lines
+from memories.write.merges import merge_entities
 from tests.conftest import at
 
 pytestmark = pytest.mark.django_db
@@ -382,13 +382,13 @@ def test_a_share_the_database_refuses_in_a_worker_costs_only_its_offending_line(
 
 def test_the_collector_is_paused_for_each_batch_and_runs_again_after_it(member, scope, monkeypatch):
     seen = []
-    decide_and_write = ingest.decide_and_write
+    do_decide_and_write = ingest.do_decide_and_write
 
     def watched(*args, **kwargs):
         seen.append(gc.isenabled())
-        return decide_and_write(*args, **kwargs)
+        return do_decide_and_write(*args, **kwargs)
 
-    monkeypatch.setattr(ingest, "decide_and_write", watched)
+    monkeypatch.setattr(ingest, "do_decide_and_write", watched)
     lines = [
         json.dumps(line(f"svc-{i}", "core/uses", "redis", "code") | {"scope": "project"})
         for i in range(3)
@@ -401,7 +401,7 @@ def test_the_collector_is_paused_for_each_batch_and_runs_again_after_it(member, 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the batch")
 
-    monkeypatch.setattr(ingest, "decide_and_write", broken)
+    monkeypatch.setattr(ingest, "do_decide_and_write", broken)
     with pytest.raises(ImportStopped):
         import_lines(lines, actor=member)
     assert gc.isenabled()

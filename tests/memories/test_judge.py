@@ -6,11 +6,18 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from memories.actions import assert_fact
-from memories.adjudicator import AdjudicationRequest, Answer
-from memories.judge import judge_task, run_judge
-from memories.models import Adjudication, AuditEntry, Conflict, ConflictMember, Fact, Predicate
-from memories.vocabulary import forget_vocabulary
+from memories.maintenance.adjudicator import AdjudicationRequest, Answer
+from memories.maintenance.judge import judge_task, run_judge
+from memories.store.models import (
+    Adjudication,
+    AuditEntry,
+    Conflict,
+    ConflictMember,
+    Fact,
+    Predicate,
+)
+from memories.store.vocabulary import forget_vocabulary
+from memories.write.actions import assert_fact
 from tests.adjudicators import ScriptedAdjudicator
 from tests.conftest import at
 

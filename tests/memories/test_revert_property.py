@@ -16,13 +16,13 @@ from django.utils import timezone
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from memories.actions import assert_fact
-from memories.crawler import run_crawl
-from memories.errors import StateConflict
-from memories.judge import run_judge
-from memories.models import AuditEntry, Fact
-from memories.reverts import revert_automatic_change
-from memories.truth import recompute_slot
+from memories.maintenance.crawler import run_crawl
+from memories.maintenance.judge import run_judge
+from memories.maintenance.truth import recompute_slot
+from memories.store.errors import StateConflict
+from memories.store.models import AuditEntry, Fact
+from memories.write.actions import assert_fact
+from memories.write.reverts import revert_automatic_change
 from tests.adjudicators import ScriptedAdjudicator
 from tests.changes_world import backdated_closings, unlinked_values_now
 

@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.actions import assert_fact
-from memories.errors import StateConflict
-from memories.models import AuditEntry, Fact
-from memories.reverts import revert_automatic_change
-from memories.truth import recompute_slot
+from memories.maintenance.truth import recompute_slot
+from memories.store.errors import StateConflict
+from memories.store.models import AuditEntry, Fact
+from memories.write.actions import assert_fact
+from memories.write.reverts import revert_automatic_change
 from tests.changes_world import (
     backdated_closings,
     maintain,

@@ -7,14 +7,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from memories.actions import invalidate_fact, resolve_conflict
 from memories.core.decisions import Rejected
-from memories.crawler import run_crawl
-from memories.errors import Forbidden, NotFound, StateConflict
-from memories.judge import run_judge
-from memories.models import AuditEntry, Conflict, ConflictMember, Fact
-from memories.reverts import revert_automatic_change
-from memories.roles import STEWARD_PERMISSION
+from memories.maintenance.crawler import run_crawl
+from memories.maintenance.judge import run_judge
+from memories.store.errors import Forbidden, NotFound, StateConflict
+from memories.store.models import AuditEntry, Conflict, ConflictMember, Fact
+from memories.store.roles import STEWARD_PERMISSION
+from memories.write.actions import invalidate_fact, resolve_conflict
+from memories.write.reverts import revert_automatic_change
 from tests.changes_world import (
     backdated_closings,
     crawler_conflict,

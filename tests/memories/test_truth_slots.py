@@ -5,10 +5,11 @@ from dataclasses import dataclass, field
 import pytest
 from django.urls import reverse
 
-from memories.actions import assert_fact, resolve_conflict
-from memories.adjudicator import AdjudicationRequest, Answer
 from memories.core.verdicts import SemanticsProposal, Verdict
-from memories.models import (
+from memories.maintenance.adjudicator import AdjudicationRequest, Answer
+from memories.maintenance.tasks import enqueue_slot_recompute, sweep_stale_slots_task
+from memories.maintenance.truth import adjudicate_slot, recompute_slot
+from memories.store.models import (
     Adjudication,
     AuditEntry,
     Conflict,
@@ -17,10 +18,9 @@ from memories.models import (
     PredicateProposal,
     TruthSlot,
 )
-from memories.reverts import revert_automatic_change
-from memories.tasks import enqueue_slot_recompute, sweep_stale_slots_task
-from memories.truth import adjudicate_slot, recompute_slot
-from memories.vocabulary import forget_vocabulary
+from memories.store.vocabulary import forget_vocabulary
+from memories.write.actions import assert_fact, resolve_conflict
+from memories.write.reverts import revert_automatic_change
 from tests.conftest import at, make_user
 from tests.taskqueue import run_queued_tasks, task_statuses
 

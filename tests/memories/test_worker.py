@@ -19,10 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from memories.actions import assert_fact
-from memories.health import background_health
-from memories.models import CrawlerRun, PeriodicRun, Predicate, TruthSlot, WorkerHeartbeat
-from memories.tasks import (
+from memories.maintenance.health import background_health
+from memories.maintenance.tasks import (
     KEEP_PERIODIC_RUNS,
     PeriodicJob,
     enqueue_once,
@@ -33,7 +31,9 @@ from memories.tasks import (
     retry_failed,
     sweep_stale_slots_task,
 )
-from memories.worker import Scheduler
+from memories.maintenance.worker import Scheduler
+from memories.store.models import CrawlerRun, PeriodicRun, Predicate, TruthSlot, WorkerHeartbeat
+from memories.write.actions import assert_fact
 from tests.conftest import at, make_user
 from tests.deadlines import PROCESS_DEADLINE, wait_until
 from tests.processes import ROOT, database_environment
@@ -420,7 +420,7 @@ def test_a_live_workers_scheduler_takes_back_what_a_lost_worker_left(settings):
     assert WorkerHeartbeat.objects.get(worker_id="alive").stopped_at is None
     left = DBTaskResult.objects.filter(pk__in=[periodic.id, asked.id])
     assert set(left.values_list("status", flat=True)) == {TaskResultStatus.FAILED}
-    assert {row.exception_class_path for row in left} == {"memories.tasks.WorkerLost"}
+    assert {row.exception_class_path for row in left} == {"memories.maintenance.tasks.WorkerLost"}
     # The write's recomputation runs again; the periodic run waits for its next period.
     assert task_statuses() == [
         ("sweep_stale_slots_task", "FAILED"),

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories.actions import assert_fact, invalidate_fact, resolve_conflict
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.models import Conflict, Entity, Fact
-from memories.selectors import current_truth
+from memories.reads.selectors import current_truth
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.models import Conflict, Entity, Fact
+from memories.write.actions import assert_fact, invalidate_fact, resolve_conflict
 from tests.conftest import at
 
 pytestmark = pytest.mark.django_db

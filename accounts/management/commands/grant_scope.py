@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from memories.audit import record_audit
-from memories.models import Scope
+from memories.store.audit import record_audit
+from memories.store.models import Scope
 
 
 class Command(BaseCommand):

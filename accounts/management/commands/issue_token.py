@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from accounts.actions import issue_token
-from memories.errors import Rejected
+from memories.store.errors import Rejected
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from memories.audit import record_audit
-from memories.models import Scope
-from memories.roles import STEWARD_PERMISSION, STEWARDS_GROUP
+from memories.store.audit import record_audit
+from memories.store.models import Scope
+from memories.store.roles import STEWARD_PERMISSION, STEWARDS_GROUP
 
 
 class Command(BaseCommand):

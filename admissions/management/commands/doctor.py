@@ -10,7 +10,7 @@ from itertools import groupby
 from django.core.management.base import BaseCommand, CommandError
 
 from admissions.doctor import CHECKS, run_doctor
-from memories.doctor import LIST_AT_MOST
+from memories.maintenance.doctor import LIST_AT_MOST
 
 
 class Command(BaseCommand):

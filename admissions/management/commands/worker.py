@@ -2,7 +2,7 @@
 
 The background worker (SPEC §7, §12): runs queued tasks and, beside them,
 records its heartbeat and enqueues the periodic jobs of the whole domain
-(``admissions.worker``; the loop and the scheduler are ``memories.worker``'s).
+(``admissions.worker``; the loop and the scheduler are ``memories.maintenance.worker``'s).
 A command of this app, the top of the domain, since one of those jobs is
 the doctor, which reads the admission state. Stops after the running task
 on SIGTERM or SIGINT.
@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.crypto import get_random_string
 
 from admissions.worker import PERIODIC_JOBS
-from memories.worker import run_worker
+from memories.maintenance.worker import run_worker
 
 
 def positive_seconds(text: str) -> float:

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from api.mcp.server import Caller, build_server
-from memories.errors import Forbidden
+from memories.store.errors import Forbidden
 
 
 def stdio_caller(user_id: int):

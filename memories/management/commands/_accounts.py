@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import CommandError
 
-from memories.roles import STEWARDS_GROUP
+from memories.store.roles import STEWARDS_GROUP
 
 # The account shell commands act as when no --as is given. Whoever runs
 # manage.py can already read and write the database directly, so this

@@ -5,7 +5,7 @@ import sys
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from memories.crawler import count_slots, run_crawl
+from memories.maintenance.crawler import count_slots, run_crawl
 
 
 class Command(BaseCommand):

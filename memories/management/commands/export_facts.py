@@ -1,9 +1,12 @@
-"""``export_facts [--scope S ...] > out.jsonl``: the store as JSONL (``memories.exports``)."""
+"""``export_facts [--scope S ...] > out.jsonl``: the store as JSONL.
+
+See ``memories.portability.exports``.
+"""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.errors import Rejected
-from memories.exports import export_lines
+from memories.portability.exports import export_lines
+from memories.store.errors import Rejected
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """``import_facts FILE.jsonl [--episode NAME] [--as USERNAME]``: bulk assertions (SPEC §12).
 
 One assertion per line, with the fields of ``POST /api/v1/facts``; the same
-decisions as asserting each line on its own (``memories.ingest``).
+decisions as asserting each line on its own (``memories.write.ingest``).
 """
 
 import os
@@ -9,7 +9,8 @@ import os
 import tqdm
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.ingest import (
+from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
+from memories.write.ingest import (
     BATCH_SIZE,
     ImportReport,
     ImportStopped,
@@ -17,7 +18,6 @@ from memories.ingest import (
     import_lines,
     read_raw_lines,
 )
-from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
 
 STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
 

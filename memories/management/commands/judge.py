@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memories.judge import run_judge
+from memories.maintenance.judge import run_judge
 
 
 class Command(BaseCommand):

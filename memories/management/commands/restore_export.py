@@ -3,9 +3,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError
 
-from memories.errors import Rejected, StateConflict
-from memories.exports import restore_lines
-from memories.ingest import read_lines
+from memories.portability.exports import restore_lines
+from memories.store.errors import Rejected, StateConflict
+from memories.write.ingest import read_lines
 
 
 class Command(BaseCommand):

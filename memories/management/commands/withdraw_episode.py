@@ -2,9 +2,9 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.episodes import withdraw_episode
-from memories.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.write.episodes import withdraw_episode
 
 
 class Command(BaseCommand):

@@ -1,0 +1,1 @@
+"""The store's export and its restore."""

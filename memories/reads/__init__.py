@@ -1,0 +1,3 @@
+"""Reads too big for a QuerySet: current truth, contested values, slot history.
+Above store/; imports nothing of write/ or maintenance/.
+"""

@@ -1,0 +1,71 @@
+"""Scopes, the security envelopes, and the entities named in them (SPEC §1, §6)."""
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+
+from memories.core.normalize import value_key
+from memories.store.roles import readable_scope_ids
+
+
+class ScopeQuerySet(models.QuerySet["Scope"]):
+    def visible_to(self, user) -> "ScopeQuerySet":
+        """The scopes ``user`` may read: members, scope stewards, global stewards.
+
+        An inactive or anonymous account sees nothing.
+        """
+        ids = readable_scope_ids(user)
+        return self.all() if ids is None else self.filter(pk__in=ids)
+
+
+class Scope(models.Model):
+    """A security envelope: nothing is compared, linked or shown across scopes."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="member_scopes"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ScopeQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("steward_scope", "Can act as a steward of the scope")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Entity(models.Model):
+    """A named thing in a scope, found by case-insensitive name or alias."""
+
+    scope = models.ForeignKey(Scope, on_delete=models.PROTECT, related_name="entities")
+    name = models.CharField(max_length=500)
+    key = models.CharField(max_length=500, editable=False)
+    type = models.CharField(max_length=100, blank=True)
+    aliases = ArrayField(models.CharField(max_length=500), default=list, blank=True)
+    alias_keys = ArrayField(
+        models.CharField(max_length=500), default=list, blank=True, editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "entities"
+        ordering = ["scope", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="entity_unique_key_in_scope"),
+        ]
+        # fastupdate off: a pending list would make every lookup by alias scan
+        # each entity added since the last vacuum (one per new subject).
+        indexes = [GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin", fastupdate=False)]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def set_keys(self) -> None:
+        """Derive the comparison keys from the name and aliases (called by the writers)."""
+        self.key = value_key(self.name)
+        self.alias_keys = sorted({value_key(alias) for alias in self.aliases} - {self.key})

@@ -1,0 +1,304 @@
+"""Withdrawing an episode (SPEC §12): one steward action undoes what a session wrote.
+
+Every live fact the episode wrote is closed as *withdrawn* — its own kind,
+distinct from a supersession and from an ordinary invalidation — and every
+fact those writes had superseded is reinstated, so a poisoned session is
+undone in one step instead of a hundred. A dry run answers exactly what
+would change and writes nothing.
+
+Reinstating reopens the superseded fact itself (its interval is opened again
+and ``superseded_by`` cleared), although SPEC §3 says an invalidated fact is
+never reopened. That rule protects a *ruling*: a human or the write path
+decided the fact stopped holding. Here the only thing that ended it was a
+write the steward has just declared void. Reopening keeps the fact's id, so
+its admission records, challenges and receipts still apply to it; a copy
+would start again as a candidate and lose them. The before state of every
+fact touched is kept in the ``Withdrawal`` record and in the audit feed.
+
+What is never reopened: a fact whose value has since been asserted again
+(the unique live-value index allows only one), or one that would now
+collide with a live fact the episode did not write (the write path would
+not let it stand silently either). Those are reported as kept closed, with
+why. Reinforcements the episode made to other writers' facts are not undone:
+a reinforcement does not record who made it.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from memories.core import decisions
+from memories.core.decisions import MAX_EPISODE_LENGTH
+from memories.core.effects import Reinstated, Withdrawn, withdrawal_effects
+from memories.core.text import required_reason, required_text
+from memories.store.apply import do_apply
+from memories.store.audit import fact_state
+from memories.store.errors import Forbidden, NotFound, StateConflict
+from memories.store.models import (
+    Conflict,
+    ConflictMember,
+    Fact,
+    InvalidationKind,
+    Scope,
+    Withdrawal,
+)
+from memories.store.roles import is_steward_of
+from memories.store.slots import lock_slots
+from memories.store.touched import recompute_on_commit
+from memories.store.vocabulary import load_vocabulary
+
+
+@dataclass
+class KeptClosed:
+    fact: Fact
+    why: str
+
+
+@dataclass
+class WithdrawalPlan:
+    """What a withdrawal changes (or, in a dry run, would change)."""
+
+    episode: str
+    scope: Scope
+    dry_run: bool
+    withdrawn: list[Fact] = field(default_factory=list)
+    reinstated: list[Fact] = field(default_factory=list)
+    kept_closed: list[KeptClosed] = field(default_factory=list)
+    closed_conflicts: list[UUID] = field(default_factory=list)
+    withdrawal: Withdrawal | None = None
+
+
+def withdraw_episode(
+    *,
+    actor: User,
+    scope: str,
+    episode: str,
+    reason: str,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> WithdrawalPlan:
+    """Withdraw every live fact ``episode`` wrote in ``scope`` (a steward of the scope).
+
+    Raises NotFound for a scope the actor cannot see or an episode that
+    wrote nothing there, Forbidden for a member who is not a steward, and
+    StateConflict when nothing the episode wrote is still live (a dry run
+    answers that with an empty plan instead).
+    """
+    target = Scope.objects.visible_to(actor).filter(name=scope).first()
+    if target is None:
+        raise NotFound("scope")
+    if not is_steward_of(actor, target):
+        raise Forbidden("only a steward of the scope may withdraw an episode")
+    episode = required_text(episode, "episode", limit=MAX_EPISODE_LENGTH)
+    reason = required_reason(reason, "reason")
+
+    with transaction.atomic():
+        written = Fact.objects.filter(scope=target, episode=episode)
+        if not written.exists():
+            raise NotFound("episode")
+        # Lock every slot the plan can touch, then plan from what is read
+        # under the locks. A supersession chain can cross slots (a
+        # correction may change the subject), so the chains are walked once
+        # to find the slots and again, locked, to decide.
+        vocabulary = load_vocabulary()
+        slots = {_slot(fact, vocabulary) for fact in _involved(target, episode)}
+        lock_slots(slots)
+        now = now or timezone.now()
+        plan = _plan(target, episode, slots, vocabulary, dry_run=dry_run)
+        if dry_run:
+            return plan
+        if not plan.withdrawn:
+            raise StateConflict("nothing this episode wrote is still live")
+        _do_withdraw(plan, actor=actor, reason=reason, now=now)
+    return plan
+
+
+def _slot(fact: Fact, vocabulary) -> tuple[int, int, str]:
+    return (fact.scope_id, fact.subject_id, vocabulary.spec.slot_name(fact.predicate.name))
+
+
+def _live_written(scope: Scope, episode: str):
+    return (
+        Fact.objects.filter(scope=scope, episode=episode, t_invalid__isnull=True)
+        .select_related("predicate", "subject", "object_ref", "source_type")
+        .order_by("recorded_at", "id")
+    )
+
+
+def _predecessors(fact_ids: list[UUID]) -> list[Fact]:
+    return list(
+        Fact.objects.filter(superseded_by__in=fact_ids, invalidation_kind="superseded")
+        .select_related("predicate", "subject", "object_ref", "source_type")
+        .order_by("recorded_at", "id")
+    )
+
+
+def _involved(scope: Scope, episode: str) -> list[Fact]:
+    """The episode's live facts and every fact up their supersession chains."""
+    found = list(_live_written(scope, episode))
+    frontier = [fact.pk for fact in found]
+    seen = set(frontier)
+    while frontier:
+        earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
+        found += earlier
+        seen.update(fact.pk for fact in earlier)
+        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+    return found
+
+
+def _plan(scope: Scope, episode: str, slots, vocabulary, *, dry_run: bool) -> WithdrawalPlan:
+    plan = WithdrawalPlan(episode=episode, scope=scope, dry_run=dry_run)
+    # Anything written into a slot after the first walk, and so not locked,
+    # is left alone: the withdrawal covers what stood when it began.
+    plan.withdrawn = [f for f in _live_written(scope, episode) if _slot(f, vocabulary) in slots]
+    withdrawn_ids = {fact.pk for fact in plan.withdrawn}
+
+    # Walk back from each withdrawn fact through what it superseded; a
+    # predecessor the episode also wrote is passed through, the first one
+    # it did not write is what the episode's writes replaced.
+    candidates: list[Fact] = []
+    frontier = list(withdrawn_ids)
+    seen = set(frontier)
+    while frontier:
+        earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
+        seen.update(fact.pk for fact in earlier)
+        candidates += [fact for fact in earlier if fact.episode != episode]
+        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+
+    standing = _standing_after(candidates, withdrawn_ids)
+    for fact in sorted(candidates, key=lambda f: (f.t_valid, f.recorded_at, f.pk), reverse=True):
+        rival = _rival(fact, standing, vocabulary)
+        if rival is not None:
+            plan.kept_closed.append(KeptClosed(fact, rival))
+            continue
+        plan.reinstated.append(fact)
+        standing.append(fact)
+    plan.reinstated.reverse()
+    plan.closed_conflicts = _moot_after(withdrawn_ids, {f.pk for f in plan.reinstated})
+    return plan
+
+
+def _standing_after(candidates: list[Fact], withdrawn_ids: set[UUID]) -> list[Fact]:
+    """The live facts of the candidates' slots once the withdrawal is done."""
+    if not candidates:
+        return []
+    subjects = {(fact.scope_id, fact.subject_id) for fact in candidates}
+    live = Fact.objects.filter(
+        scope_id__in={scope for scope, _ in subjects},
+        subject_id__in={subject for _, subject in subjects},
+        t_invalid__isnull=True,
+    ).select_related("predicate", "source_type")
+    return [fact for fact in live if fact.pk not in withdrawn_ids]
+
+
+def _rival(fact: Fact, standing: list[Fact], vocabulary) -> str | None:
+    """Why ``fact`` may not be reopened beside ``standing``, or None if it may."""
+    spec = vocabulary.spec.predicates.get(fact.predicate.name)
+    for other in standing:
+        if (other.scope_id, other.subject_id, other.bucket) != (
+            fact.scope_id,
+            fact.subject_id,
+            fact.bucket,
+        ) or (fact.bucket == "user" and other.author_id != fact.author_id):
+            continue
+        same_value = (other.object_kind, other.object_key) == (fact.object_kind, fact.object_key)
+        if other.predicate_id == fact.predicate_id and same_value:
+            return f"its value was asserted again since, as fact {other.pk}"
+        if spec is None:
+            continue
+        other_spec = vocabulary.spec.predicates.get(other.predicate.name)
+        collides = (
+            other.predicate_id == fact.predicate_id
+            and spec.cardinality == "one"
+            and not spec.event_like
+            and not same_value
+        ) or (
+            other.predicate_id != fact.predicate_id
+            and bool(spec.exclusion_group)
+            and other_spec is not None
+            and other_spec.exclusion_group == spec.exclusion_group
+            and same_value
+        )
+        if collides:
+            return f"fact {other.pk}, which the episode did not write, now stands in its slot"
+    return None
+
+
+def _moot_after(withdrawn_ids: set[UUID], reinstated_ids: set[UUID]) -> list[UUID]:
+    """The open conflicts that will have closed by themselves once the plan is applied."""
+    members = ConflictMember.objects.filter(
+        conflict__in=Conflict.objects.open().filter(
+            pk__in=ConflictMember.objects.filter(fact_id__in=withdrawn_ids).values("conflict")
+        )
+    ).values_list("conflict_id", "role", "fact_id", "fact__t_invalid")
+    by_conflict: dict[UUID, list[tuple[str, bool]]] = {}
+    for conflict_id, role, fact_id, t_invalid in members:
+        live = fact_id in reinstated_ids or (t_invalid is None and fact_id not in withdrawn_ids)
+        by_conflict.setdefault(conflict_id, []).append((role, live))
+    return sorted(
+        (cid for cid, states in by_conflict.items() if decisions.conflict_is_moot(states)),
+        key=str,
+    )
+
+
+def _do_withdraw(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetime) -> None:
+    withdrawn = []
+    for fact in plan.withdrawn:
+        before = fact_state(fact)
+        # The interval must end after it starts (a database constraint): a
+        # fact valid only from the future is closed a microsecond after.
+        fact.t_invalid = max(now, fact.t_valid + timedelta(microseconds=1))
+        fact.invalidated_at = now
+        fact.invalidated_by = actor
+        fact.invalidation_kind = InvalidationKind.WITHDRAWN
+        fact.invalidation_reason = reason
+        withdrawn.append(Withdrawn(fact.pk, fact.t_invalid, before, fact_state(fact)))
+    reinstated = []
+    for fact in plan.reinstated:
+        before = {
+            **fact_state(fact),
+            "invalidated_at": fact.invalidated_at.isoformat() if fact.invalidated_at else None,
+            "invalidated_by": fact.invalidated_by_id,
+            "invalidation_reason": fact.invalidation_reason,
+        }
+        fact.t_invalid = None
+        fact.invalidated_at = None
+        fact.invalidated_by = None
+        fact.invalidation_kind = ""
+        fact.invalidation_reason = ""
+        fact.superseded_by = None
+        reinstated.append(Reinstated(fact.pk, before, fact_state(fact)))
+
+    plan.withdrawal = Withdrawal.objects.create(
+        scope=plan.scope,
+        episode=plan.episode,
+        actor=actor,
+        at=now,
+        reason=reason,
+        withdrawn=[
+            {"fact": str(w.fact_id), "before": w.before, "after": w.after} for w in withdrawn
+        ],
+        reinstated=[
+            {"fact": str(r.fact_id), "before": r.before, "after": r.after} for r in reinstated
+        ],
+    )
+    applied = do_apply(
+        withdrawal_effects(
+            plan.withdrawal.pk,
+            plan.scope.pk,
+            episode=plan.episode,
+            withdrawn=withdrawn,
+            reinstated=reinstated,
+            kept_closed=[{"fact": str(k.fact.pk), "why": k.why} for k in plan.kept_closed],
+            reason=reason,
+            now=now,
+            actor_id=actor.pk,
+        )
+    )
+    recompute_on_commit(applied.touched)
+    closed = applied.closed_moot
+    plan.closed_conflicts = sorted(closed, key=str)

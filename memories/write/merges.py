@@ -1,0 +1,167 @@
+"""Entity merges: a steward says two entities name the same thing (SPEC §12).
+
+A merge is a record, never an edit: ``EntityMerge`` rows are only inserted. A
+merge is *in force* while no later record names it in ``undoes``; undoing it
+inserts that later record. That rule is stated once, in SQL
+(``memories/sql/merges.sql``), and read here through
+``EntityMerge.objects.in_force()``. While a merge is in force the write
+path's entity lookup answers with the entity merged *into*, so new writes
+naming either spelling land on one slot. Facts already written keep the
+subject they were written with: history is never rewritten, which is also
+what makes a merge cheap to undo.
+
+Chains are refused rather than followed: an entity already merged cannot be
+merged again, nor can anything be merged into it, and an entity that others
+are merged into cannot itself be merged away. One hop is then always enough,
+and an undo never leaves a dangling chain behind it.
+"""
+
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from memories.core.effects import merge_effects
+from memories.core.text import required_reason
+from memories.store.apply import do_apply
+from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.models import Entity, EntityMerge, Scope
+from memories.store.roles import is_steward_of
+from memories.store.touched import recompute_on_commit
+
+
+def visible_entity(actor: User, entity_id: int | str) -> Entity:
+    """An entity in one of ``actor``'s scopes; anything else is :class:`NotFound`."""
+    try:
+        pk = int(entity_id)
+    except (TypeError, ValueError):
+        raise NotFound("entity") from None
+    entity = (
+        Entity.objects.filter(pk=pk, scope__in=Scope.objects.visible_to(actor))
+        .select_related("scope")
+        .first()
+    )
+    if entity is None:
+        raise NotFound("entity")
+    return entity
+
+
+def merge_entities(
+    *,
+    actor: User,
+    entity_id: int | str,
+    into_id: int | str,
+    reason: str,
+    now: datetime | None = None,
+) -> EntityMerge:
+    """Record that ``entity`` names the same thing as ``into``; steward of the scope only."""
+    entity = visible_entity(actor, entity_id)
+    if not is_steward_of(actor, entity.scope):
+        raise Forbidden("only a steward of the scope may merge entities")
+    try:
+        into = visible_entity(actor, into_id)
+    except NotFound:
+        raise Rejected("into", "no such entity in this scope") from None
+    if into.scope_id != entity.scope_id:
+        raise Rejected("into", "entities of different scopes are never merged")
+    if into.pk == entity.pk:
+        raise Rejected("into", "an entity cannot be merged into itself")
+    reason = required_reason(reason, "reason")
+
+    with transaction.atomic():
+        # Lock both rows in id order: two stewards merging the same pair in
+        # opposite directions must not both succeed, nor deadlock.
+        list(Entity.objects.filter(pk__in=[entity.pk, into.pk]).order_by("pk").select_for_update())
+        now = now or timezone.now()
+        in_force = EntityMerge.objects.in_force().filter(entity_id__in=[entity.pk, into.pk])
+        for merge in in_force:
+            which = "entity" if merge.entity_id == entity.pk else "into"
+            raise StateConflict(f"{which}: already merged into another entity; undo that first")
+        if EntityMerge.objects.in_force().filter(into_id=entity.pk).exists():
+            raise StateConflict("entity: others are merged into it; merge them directly instead")
+        merge = EntityMerge.objects.create(
+            scope_id=entity.scope_id,
+            entity=entity,
+            into=into,
+            actor=actor,
+            at=now,
+            reason=reason,
+        )
+        applied = do_apply(
+            merge_effects(
+                merge.pk,
+                entity.scope_id,
+                "merged-entity",
+                entity.name,
+                was=entity.name,
+                now_resolves_to=into.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
+        )
+        recompute_on_commit(applied.touched)
+    return merge
+
+
+def undo_merge(
+    *,
+    actor: User,
+    merge_id: int | str,
+    reason: str,
+    now: datetime | None = None,
+) -> EntityMerge:
+    """Reverse an active merge by a later record naming it; steward of the scope only."""
+    try:
+        pk = int(merge_id)
+    except (TypeError, ValueError):
+        raise NotFound("merge") from None
+    merge = (
+        EntityMerge.objects.filter(pk=pk, scope__in=Scope.objects.visible_to(actor))
+        .select_related("scope", "entity", "into")
+        .first()
+    )
+    if merge is None:
+        raise NotFound("merge")
+    if not is_steward_of(actor, merge.scope):
+        raise Forbidden("only a steward of the scope may undo a merge")
+    reason = required_reason(reason, "reason")
+
+    with transaction.atomic():
+        Entity.objects.select_for_update().get(pk=merge.entity_id)
+        now = now or timezone.now()
+        if merge.undoes_id is not None:
+            raise StateConflict("this record is itself an undo; merge the entities again instead")
+        if EntityMerge.objects.filter(undoes=merge).exists():
+            raise StateConflict("this merge was already undone")
+        undo = EntityMerge.objects.create(
+            scope_id=merge.scope_id,
+            entity_id=merge.entity_id,
+            into_id=merge.into_id,
+            undoes=merge,
+            actor=actor,
+            at=now,
+            reason=reason,
+        )
+        applied = do_apply(
+            merge_effects(
+                undo.pk,
+                merge.scope_id,
+                "unmerged-entity",
+                merge.entity.name,
+                was=merge.into.name,
+                now_resolves_to=merge.entity.name,
+                reason=reason,
+                now=now,
+                actor_id=actor.pk,
+            )
+        )
+        recompute_on_commit(applied.touched)
+    return undo
+
+
+def merge_target_id(entity_id: int) -> int | None:
+    """The entity ``entity_id`` is merged into, if a merge of it is in force."""
+    merges = EntityMerge.objects.in_force().filter(entity_id=entity_id)
+    return merges.values_list("into_id", flat=True).first()
