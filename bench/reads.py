@@ -15,7 +15,7 @@ figure is the larger of two ratios over the same rounds, its p95 to the
 POST's p95 and its median to the POST's median (targets: GET fact ≤ 0.5,
 each recall ≤ 1.0, conflicts ≤ 3): on a box whose commits now and then stall,
 the POST's p95 is a tail of slow flushes, and a read measured against that
-tail alone would pass without being cheaper (docs/performance.md). And its
+tail alone would pass without being cheaper (docs/bench-log/2026-12-02-make-bench.md). And its
 statements per request, counted at psycopg (so the token check, which runs
 on a raw prepared cursor, is counted too). The conflicts list is also
 counted at 5 and at 50 a page: the two counts must be equal.

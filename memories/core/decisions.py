@@ -155,8 +155,7 @@ class Vocabulary:
 
 
 # The values of one assertion's way through ``decide`` are slotted: a large
-# import builds several of them per line, and a slotted frozen dataclass is
-# built about a quarter faster (docs/performance.md, the import).
+# import builds several of them per line (docs/bench-log/2026-12-02-import.md).
 @dataclass(frozen=True, slots=True)
 class Evidence:
     ref: str

@@ -82,8 +82,7 @@ def _roles_statement() -> tuple[str, tuple]:
     """``_roles_query``'s SQL and its parameters, with the account's id still to fill in.
 
     Read on every request, so built by the ORM once per process and run as
-    a prepared statement: compiling it and planning it each time took
-    longer than the request's other work (``docs/performance.md``).
+    a prepared statement (docs/bench-log/2026-12-01-reads.md).
     """
     sql, parameters = _roles_query(_ACCOUNT).query.sql_with_params()
     assert parameters.count(_ACCOUNT) == 1, parameters

@@ -77,13 +77,9 @@ TICK = timedelta(microseconds=1)
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for one batch.
 
-    A batch allocates hundreds of thousands of short-lived containers (the
-    core's values, rows, outcomes) and frees every one of them by reference
-    counting: measured, a batch leaves no cyclic garbage at all. The
-    collector still ran about once every 100 lines, walking the young
-    objects and, now and then, the whole heap, for a fifth to a quarter of the
-    import's CPU (docs/performance.md, "The import and the garbage
-    collector"). Pausing it per batch, not per import, keeps whatever
+    A batch frees everything it builds by reference counting, so the
+    collector's passes over it are pure cost
+    (docs/bench-log/2026-12-02-import.md). Pausing it per batch, not per import, keeps whatever
     garbage a rare path does leave (a batch redone one line at a time
     through the ORM) from piling up over a long file.
     """
@@ -205,8 +201,7 @@ def default_workers() -> int:
     """One worker process per CPU this process may run on, plus one, at most ``MAX_WORKERS``.
 
     A worker spends much of its time waiting for PostgreSQL, so one more than
-    the CPUs keeps them busier: on 2 CPUs three workers did best
-    (docs/performance.md).
+    the CPUs keeps them busier (docs/bench-log/2026-12-02-import.md).
     """
     try:
         cpus = len(os.sched_getaffinity(0))

@@ -104,9 +104,8 @@ class FactQuerySet(models.QuerySet["Fact"]):
     def named(self) -> "FactQuerySet":
         """With only what ``str(fact)`` reads, for pages that name facts without showing them.
 
-        Each relation joined is paid for in planning: PostgreSQL plans the
-        seven-table join of ``for_display`` in about 1 ms, this one in 0.2
-        (docs/performance.md, "The list pages under ten times their SQL").
+        Each relation joined is paid for in planning
+        (docs/bench-log/2026-12-02-console-pages.md).
         """
         return self.select_related(*FACT_NAME_RELATIONS)
 
