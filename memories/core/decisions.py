@@ -58,6 +58,8 @@ from functools import cached_property
 from typing import Any, Literal
 from uuid import UUID
 
+from memories.core.normalize import hidden_character, shown_form
+
 DEFAULT_CONFIDENCE = 0.8
 MAX_OBJECT_LENGTH = 2_000
 MAX_NAME_LENGTH = 500
@@ -199,13 +201,13 @@ def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: date
         raise Rejected(name, "is not a field of an assertion")
 
     scope = _required_text(raw, "scope", MAX_NAME_LENGTH)
-    subject = _required_text(raw, "subject", MAX_NAME_LENGTH)
+    subject = _shown_text(raw, "subject", MAX_NAME_LENGTH, line_breaks=False)
     predicate = _required_text(raw, "predicate", MAX_NAME_LENGTH)
     if predicate not in vocabulary.predicates:
         raise Rejected("predicate", f"unknown predicate {predicate!r}")
     object_kind = _choice(raw, "object_kind", OBJECT_KINDS, default="literal")
     limit = MAX_NAME_LENGTH if object_kind == "entity" else MAX_OBJECT_LENGTH
-    obj = _required_text(raw, "object", limit)
+    obj = _shown_text(raw, "object", limit, line_breaks=object_kind != "entity")
 
     source_type = _required_text(raw, "source_type", MAX_NAME_LENGTH)
     if source_type not in vocabulary.sources:
@@ -355,6 +357,16 @@ def _required_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
     if not value:
         raise Rejected(field, "must not be empty")
     check_text(value, field, limit)
+    return value
+
+
+def _shown_text(raw: Mapping[str, Any], field: str, limit: int, *, line_breaks: bool) -> str:
+    """A required name or literal value: in NFKC, refused if it hides a character."""
+    value = shown_form(_required_text(raw, field, limit))
+    problem = hidden_character(value, line_breaks=line_breaks)
+    if problem is not None:
+        raise Rejected(field, problem)
+    check_text(value, field, limit)  # NFKC can lengthen a value
     return value
 
 

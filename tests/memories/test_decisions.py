@@ -446,3 +446,52 @@ def test_a_predicate_collides_with_its_whole_exclusion_group_in_name_order():
             "core/prefers",
         )
     assert VOCABULARY.slot_predicates("core/has-version") == ("core/has-version",)
+
+
+# The spellings of "PaySvc" and "2.1.0" that render like them but are other text
+# (issue 29 item 4): invisible, direction-changing and glyph-changing characters.
+HIDDEN = [
+    "Pay\u200bSvc",  # zero-width space
+    "\ufeffPaySvc",  # byte-order mark
+    "Pay\u200dSvc",  # zero-width joiner
+    "Pay\u2060Svc",  # word joiner
+    "Pay\u00adSvc",  # soft hyphen
+    "\u202ePaySvc",  # right-to-left override
+    "\u2066PaySvc\u2069",  # left-to-right isolate
+    "Pay\u200eSvc",  # left-to-right mark
+    "Pay\U000e0041Svc",  # tag character
+    "Pay\ufe0fSvc",  # variation selector
+    "Pay\U000e0100Svc",  # variation selector supplement
+    "Pay\x07Svc",  # a control character
+]
+
+
+@pytest.mark.parametrize("spelling", HIDDEN)
+@pytest.mark.parametrize("field", ["subject", "object"])
+def test_a_name_or_value_hiding_a_character_is_refused_naming_it(spelling, field):
+    with pytest.raises(Rejected) as refused:
+        parse_assertion({**VALID, field: spelling}, VOCABULARY, now=NOW)
+    assert refused.value.field == field
+    assert "U+" in refused.value.message
+
+
+def test_a_reversed_value_is_refused():
+    with pytest.raises(Rejected, match="RIGHT-TO-LEFT OVERRIDE"):
+        parse_assertion({**VALID, "object": "\u202e0.1.2"}, VOCABULARY, now=NOW)
+
+
+def test_names_and_values_are_stored_in_nfkc():
+    assertion = parse_assertion(
+        {**VALID, "subject": "\uff30\uff41\uff59\uff33\uff56\uff43", "object": "\uff12.\ufb01"},
+        VOCABULARY,
+        now=NOW,
+    )
+    assert assertion.subject == "PaySvc"
+    assert assertion.object == "2.fi"
+
+
+def test_a_literal_may_span_lines_but_a_name_may_not():
+    assertion = parse_assertion({**VALID, "object": "line one\nline two"}, VOCABULARY, now=NOW)
+    assert assertion.object == "line one\nline two"
+    with pytest.raises(Rejected, match="control character"):
+        parse_assertion({**VALID, "subject": "Pay\nSvc"}, VOCABULARY, now=NOW)
