@@ -21,6 +21,12 @@ collide with a live fact the episode did not write (the write path would
 not let it stand silently either). Those are reported as kept closed, with
 why. Reinforcements the episode made to other writers' facts are not undone:
 a reinforcement does not record who made it.
+
+A steward's act never belongs to an agent's episode: a fact a steward of the
+scope wrote under the episode's name (a correction made before corrections
+stopped taking the corrected fact's episode, or a steward's own write) is
+neither withdrawn nor passed through to reinstate what it replaced. It is
+reported as left for the steward, who undoes it, if at all, as a steward.
 """
 
 from dataclasses import dataclass, field
@@ -68,6 +74,7 @@ class WithdrawalPlan:
     withdrawn: list[Fact] = field(default_factory=list)
     reinstated: list[Fact] = field(default_factory=list)
     kept_closed: list[KeptClosed] = field(default_factory=list)
+    left_for_steward: list[KeptClosed] = field(default_factory=list)
     closed_conflicts: list[UUID] = field(default_factory=list)
     withdrawal: Withdrawal | None = None
 
@@ -105,10 +112,11 @@ def withdraw_episode(
         # correction may change the subject), so the chains are walked once
         # to find the slots and again, locked, to decide.
         vocabulary = load_vocabulary()
-        slots = {_slot(fact, vocabulary) for fact in _involved(target, episode)}
+        stewards = _stewards_in(target, episode)
+        slots = {_slot(fact, vocabulary) for fact in _involved(target, episode, stewards)}
         lock_slots(slots)
         now = now or timezone.now()
-        plan = _plan(target, episode, slots, vocabulary, dry_run=dry_run)
+        plan = _plan(target, episode, slots, vocabulary, stewards, dry_run=dry_run)
         if dry_run:
             return plan
         if not plan.withdrawn:
@@ -121,7 +129,23 @@ def _slot(fact: Fact, vocabulary) -> tuple[int, int, str]:
     return (fact.scope_id, fact.subject_id, vocabulary.spec.slot_name(fact.predicate.name))
 
 
-def _live_written(scope: Scope, episode: str):
+LEFT_FOR_STEWARD = "a steward wrote it: a withdrawal never undoes a steward's act"
+
+
+def _stewards_in(scope: Scope, episode: str) -> frozenset[int]:
+    """The accounts among the episode's authors who are stewards of the scope."""
+    authors = User.objects.filter(
+        pk__in=Fact.objects.filter(scope=scope, episode=episode).values("author_id")
+    )
+    return frozenset(author.pk for author in authors if is_steward_of(author, scope))
+
+
+def _of_episode(fact: Fact, episode: str, stewards: frozenset[int]) -> bool:
+    """Whether ``fact`` is the episode's own write (a steward's never is)."""
+    return fact.episode == episode and fact.author_id not in stewards
+
+
+def _live_tagged(scope: Scope, episode: str):
     return (
         Fact.objects.filter(scope=scope, episode=episode, t_invalid__isnull=True)
         .select_related("predicate", "subject", "object_ref", "source_type")
@@ -137,24 +161,36 @@ def _predecessors(fact_ids: list[UUID]) -> list[Fact]:
     )
 
 
-def _involved(scope: Scope, episode: str) -> list[Fact]:
+def _live_written(scope: Scope, episode: str, stewards: frozenset[int]):
+    return _live_tagged(scope, episode).exclude(author_id__in=stewards)
+
+
+def _involved(scope: Scope, episode: str, stewards: frozenset[int]) -> list[Fact]:
     """The episode's live facts and every fact up their supersession chains."""
-    found = list(_live_written(scope, episode))
+    found = list(_live_written(scope, episode, stewards))
     frontier = [fact.pk for fact in found]
     seen = set(frontier)
     while frontier:
         earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
         found += earlier
         seen.update(fact.pk for fact in earlier)
-        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+        frontier = [fact.pk for fact in earlier if _of_episode(fact, episode, stewards)]
     return found
 
 
-def _plan(scope: Scope, episode: str, slots, vocabulary, *, dry_run: bool) -> WithdrawalPlan:
+def _plan(
+    scope: Scope, episode: str, slots, vocabulary, stewards: frozenset[int], *, dry_run: bool
+) -> WithdrawalPlan:
     plan = WithdrawalPlan(episode=episode, scope=scope, dry_run=dry_run)
     # Anything written into a slot after the first walk, and so not locked,
     # is left alone: the withdrawal covers what stood when it began.
-    plan.withdrawn = [f for f in _live_written(scope, episode) if _slot(f, vocabulary) in slots]
+    plan.withdrawn = [
+        f for f in _live_written(scope, episode, stewards) if _slot(f, vocabulary) in slots
+    ]
+    plan.left_for_steward = [
+        KeptClosed(fact, LEFT_FOR_STEWARD)
+        for fact in _live_tagged(scope, episode).filter(author_id__in=stewards)
+    ]
     withdrawn_ids = {fact.pk for fact in plan.withdrawn}
 
     # Walk back from each withdrawn fact through what it superseded; a
@@ -166,8 +202,8 @@ def _plan(scope: Scope, episode: str, slots, vocabulary, *, dry_run: bool) -> Wi
     while frontier:
         earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
         seen.update(fact.pk for fact in earlier)
-        candidates += [fact for fact in earlier if fact.episode != episode]
-        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+        candidates += [fact for fact in earlier if not _of_episode(fact, episode, stewards)]
+        frontier = [fact.pk for fact in earlier if _of_episode(fact, episode, stewards)]
 
     standing = _standing_after(candidates, withdrawn_ids)
     for fact in sorted(candidates, key=lambda f: (f.t_valid, f.recorded_at, f.pk), reverse=True):
@@ -293,7 +329,10 @@ def _do_withdraw(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetim
             episode=plan.episode,
             withdrawn=withdrawn,
             reinstated=reinstated,
-            kept_closed=[{"fact": str(k.fact.pk), "why": k.why} for k in plan.kept_closed],
+            kept_closed=[
+                {"fact": str(k.fact.pk), "why": k.why}
+                for k in [*plan.kept_closed, *plan.left_for_steward]
+            ],
             reason=reason,
             now=now,
             actor_id=actor.pk,

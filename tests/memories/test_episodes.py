@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from admissions.actions import record_verdict
+from admissions.actions import correct_fact, record_verdict
 from admissions.selectors import fact_status
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.models import AuditEntry, Conflict, Fact, Withdrawal
@@ -209,3 +209,38 @@ def test_the_command_refuses_a_member(poisoned, member):
             "mira",
             stdout=StringIO(),
         )
+
+
+def test_a_stewards_correction_is_not_the_episodes_and_is_never_withdrawn(poisoned, steward):
+    """Issue 29 §1: correcting an agent's fact never tags the correction with its episode."""
+    poison = poisoned["poison-2"].fact
+    correction = correct_fact(
+        actor=steward,
+        fact_id=poison.pk,
+        changes={"object": "3.0.0"},
+        ground="the release notes say 3.0.0",
+        now=T0 + timedelta(hours=4),
+    ).replacement
+    assert correction.episode == ""
+    plan = withdraw_episode(actor=steward, scope="project", episode="run-13", reason="poisoned")
+    assert correction.pk not in ids(plan.withdrawn)
+    live = Fact.objects.live().filter(
+        subject__name="AuthService", predicate__name="core/has-version"
+    )
+    assert [f.object_lit for f in live] == ["3.0.0"]
+    assert poisoned["version"].fact.pk not in ids(plan.reinstated)
+
+
+def test_a_withdrawal_leaves_a_stewards_write_under_the_episode_for_the_steward(poisoned, steward):
+    """Issue 29 §1: a steward's act tagged with the episode is reported, never undone."""
+    ruling = write(
+        steward, "cache", "core/uses", "redis", "code", T0 + timedelta(hours=4), episode="run-13"
+    )
+    dry = withdraw_episode(
+        actor=steward, scope="project", episode="run-13", reason="check", dry_run=True
+    )
+    assert ruling.fact.pk not in ids(dry.withdrawn)
+    assert [k.fact.pk for k in dry.left_for_steward] == [ruling.fact.pk]
+    plan = withdraw_episode(actor=steward, scope="project", episode="run-13", reason="poisoned")
+    assert [k.fact.pk for k in plan.left_for_steward] == [ruling.fact.pk]
+    assert Fact.objects.get(pk=ruling.fact.pk).is_live
