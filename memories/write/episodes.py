@@ -27,8 +27,16 @@ scope wrote under the episode's name (a correction made before corrections
 stopped taking the corrected fact's episode, or a steward's own write) is
 neither withdrawn nor passed through to reinstate what it replaced. It is
 reported as left for the steward, who undoes it, if at all, as a steward.
+
+A withdrawal does exactly what its dry run showed. A dry run's plan has a
+``token`` naming everything it would change; confirming passes that token
+back, the plan is made again under the slots' locks, and a plan whose token
+differs (the agent wrote more since, or something was reinstated or kept
+closed differently) is refused with :class:`PlanChanged`, which carries the
+new dry run. Every face (the API, the console, the command) confirms so.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -78,6 +86,36 @@ class WithdrawalPlan:
     closed_conflicts: list[UUID] = field(default_factory=list)
     withdrawal: Withdrawal | None = None
 
+    @property
+    def token(self) -> str:
+        """Names exactly what this plan changes: the same token, the same withdrawal."""
+        parts = [
+            str(self.scope.pk),
+            self.episode,
+            *(sorted(str(f.pk) for f in facts) for facts in self._listed()),
+        ]
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+    def _listed(self) -> tuple[list[Fact], ...]:
+        return (
+            self.withdrawn,
+            self.reinstated,
+            [k.fact for k in self.kept_closed],
+            [k.fact for k in self.left_for_steward],
+        )
+
+
+class PlanChanged(StateConflict):
+    """The withdrawal would no longer do what its dry run showed; ``plan`` is the new dry run."""
+
+    def __init__(self, plan: WithdrawalPlan, confirmed: bool) -> None:
+        super().__init__(
+            "the episode changed since its dry run: review the new dry run and confirm its token"
+            if confirmed
+            else "confirm the dry run: pass the token its dry run answered"
+        )
+        self.plan = plan
+
 
 def withdraw_episode(
     *,
@@ -86,6 +124,7 @@ def withdraw_episode(
     episode: str,
     reason: str,
     dry_run: bool = False,
+    confirm: str | None = None,
     now: datetime | None = None,
 ) -> WithdrawalPlan:
     """Withdraw every live fact ``episode`` wrote in ``scope`` (a steward of the scope).
@@ -94,6 +133,10 @@ def withdraw_episode(
     wrote nothing there, Forbidden for a member who is not a steward, and
     StateConflict when nothing the episode wrote is still live (a dry run
     answers that with an empty plan instead).
+
+    Unless ``dry_run``, ``confirm`` must be the ``token`` of the dry run
+    being confirmed: a plan made under the locks that differs from it is
+    refused with :class:`PlanChanged` (a StateConflict) and nothing is written.
     """
     target = Scope.objects.visible_to(actor).filter(name=scope).first()
     if target is None:
@@ -121,6 +164,9 @@ def withdraw_episode(
             return plan
         if not plan.withdrawn:
             raise StateConflict("nothing this episode wrote is still live")
+        if confirm != plan.token:
+            plan.dry_run = True
+            raise PlanChanged(plan, confirmed=confirm is not None)
         _do_withdraw(plan, actor=actor, reason=reason, now=now)
     return plan
 
