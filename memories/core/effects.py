@@ -103,6 +103,14 @@ class MoveFact(NamedTuple):
     subject_id: int
 
 
+class MoveConflicts(NamedTuple):
+    """The conflicts an entity merged away was the subject of now name the surviving one."""
+
+    scope_id: int
+    subject_id: int
+    into_id: int
+
+
 class Reopen(NamedTuple):
     """A closed fact reinstated (a withdrawal undoing a supersession): live again."""
 
@@ -175,6 +183,7 @@ class AuditNote(NamedTuple):
 Change = (
     NewFact
     | MoveFact
+    | MoveConflicts
     | Reinforce
     | CloseInterval
     | PointAt

@@ -48,6 +48,7 @@ from memories.core.effects import (
     CloseInterval,
     Effects,
     MarkDecayed,
+    MoveConflicts,
     MoveFact,
     NewFact,
     OpenConflict,
@@ -119,6 +120,10 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
         slots.update(Fact.objects.filter(pk=change.fact_id).values_list(*_SLOT_COLUMNS.split(", ")))
         cursor.execute(_MOVE, [change.subject_id, change.fact_id])
         slots.update(cursor.fetchall())
+    elif kind is MoveConflicts:
+        Conflict.objects.filter(scope_id=change.scope_id, subject_id=change.subject_id).update(
+            subject_id=change.into_id
+        )
     elif kind is PointAt:
         cursor.execute(_POINT_AT, [change.superseded_by, change.fact_id])
     elif kind is Reopen:

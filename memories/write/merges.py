@@ -15,7 +15,7 @@ the write path weighs a write (``write.actions.do_move_fact``: the same
 ``decide``, under the surviving slot's lock), so a contradiction opens a
 conflict, a supersession closes what it replaces, and a duplicate reinforces
 the standing fact instead of standing twice. Facts already closed move as
-they are. An undo ends the name's resolution; the facts moved stay where
+they are, and conflicts that named the old entity name the surviving one. An undo ends the name's resolution; the facts moved stay where
 the merge put them (each move is in the audit feed).
 
 Chains are refused rather than followed: an entity already merged cannot be
@@ -30,7 +30,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from memories.core.effects import Effects, MoveFact, merge_effects
+from memories.core.effects import Effects, MoveConflicts, MoveFact, merge_effects
 from memories.core.text import required_reason
 from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
@@ -138,7 +138,11 @@ def _move_facts(entity: Entity, into: Entity, *, actor: User, now: datetime) -> 
         .order_by("t_valid", "recorded_at", "id")
     )
     closed = [fact for fact in facts if not fact.is_live]
-    moved = do_apply(Effects(tuple(MoveFact(fact.pk, into.pk) for fact in closed), now=now))
+    moves = (
+        *(MoveFact(fact.pk, into.pk) for fact in closed),
+        MoveConflicts(entity.scope_id, entity.pk, into.pk),
+    )
+    moved = do_apply(Effects(moves, now=now))
     recompute_on_commit(moved.touched)
     live = [fact for fact in facts if fact.is_live]
     siblings = frozenset(fact.pk for fact in live)

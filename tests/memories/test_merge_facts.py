@@ -67,3 +67,14 @@ def test_a_merged_away_newer_value_supersedes_and_a_duplicate_is_kept_once(stewa
     closed = Fact.objects.get(pk=twin.pk)
     assert closed.subject_id == survivor.pk and closed.superseded_by_id == kept.pk
     assert not Conflict.objects.open().exists()
+
+
+def test_a_conflict_already_on_the_merged_away_entity_names_the_survivor(steward, member):
+    write(member, "PaySvc2", "core/has-version", "2.0.0", "code", T0)
+    flagged = write(member, "PaySvc2", "core/has-version", "3.0.0", "agent-note", T0)
+    [conflict] = Conflict.objects.open()
+    write(member, "PaySvc", "core/uses", "postgres", "code", T0)
+    _, survivor = merge(steward, "PaySvc2", "PaySvc")
+    [still] = Conflict.objects.open()
+    assert still.pk == conflict.pk and still.subject_id == survivor.pk
+    assert Fact.objects.get(pk=flagged.pk).subject_id == survivor.pk
