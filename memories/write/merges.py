@@ -15,8 +15,9 @@ the write path weighs a write (``write.actions.do_move_fact``: the same
 ``decide``, under the surviving slot's lock), so a contradiction opens a
 conflict, a supersession closes what it replaces, and a duplicate reinforces
 the standing fact instead of standing twice. Facts already closed move as
-they are, and conflicts that named the old entity name the surviving one. An undo ends the name's resolution; the facts moved stay where
-the merge put them (each move is in the audit feed).
+they are, and conflicts that named the old entity name the surviving one.
+An undo ends the name's resolution; the facts moved stay where the merge put
+them.
 
 Chains are refused rather than followed: an entity already merged cannot be
 merged again, nor can anything be merged into it, and an entity that others
