@@ -175,7 +175,7 @@ def correct_fact(
     if not may_end(actor, fact):
         raise Forbidden("only the fact's author or a steward may correct it")
     ground = required_reason(ground, "ground")
-    data = _replacement_data(fact, changes)
+    data = _replacement_data(fact, changes, actor)
     steward = is_steward_of(actor, fact.scope)
 
     with transaction.atomic():
@@ -329,8 +329,13 @@ def _require_system(fact: Fact) -> None:
         )
 
 
-def _replacement_data(fact: Fact, changes: Mapping[str, Any]) -> dict[str, Any]:
-    """The replacement's assertion: the corrected fact's fields, overridden by ``changes``."""
+def _replacement_data(fact: Fact, changes: Mapping[str, Any], actor: User) -> dict[str, Any]:
+    """The replacement's assertion: the corrected fact's fields, overridden by ``changes``.
+
+    The episode is the corrected fact's only when its author corrects it: a
+    correction by anyone else (a steward's ruling) is never part of the
+    author's episode, so withdrawing that episode never withdraws it.
+    """
     if not isinstance(changes, Mapping):
         raise Rejected("changes", "must be a mapping of fact fields")
     for name in changes:
@@ -350,7 +355,7 @@ def _replacement_data(fact: Fact, changes: Mapping[str, Any]) -> dict[str, Any]:
         "epistemic": fact.epistemic,
         "source_type": fact.source_type.name,
         "confidence": fact.confidence,
-        "episode": fact.episode,
+        "episode": fact.episode if fact.author_id == actor.pk else "",
         "statement": fact.statement,
         "evidence": fact.evidence,
         "bucket": fact.bucket,

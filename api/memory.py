@@ -44,6 +44,7 @@ from api.schemas import (
     OutcomeIn,
     OutcomeOut,
     Page,
+    PlanChangedOut,
     ResolveIn,
     TruthOut,
     TruthQuery,
@@ -63,7 +64,7 @@ from memories.write.actions import (
     record_outcome,
     resolve_conflict,
 )
-from memories.write.episodes import WithdrawalPlan, withdraw_episode
+from memories.write.episodes import PlanChanged, WithdrawalPlan, withdraw_episode
 
 router = Router(tags=["memories"])
 
@@ -510,17 +511,33 @@ def post_resolution(request: HttpRequest, conflict_id: str, payload: ResolveIn):
 
 @router.post(
     "/episodes/{episode:episode}/withdraw",
-    response={200: WithdrawalOut, 201: WithdrawalOut, **WRITE_ERRORS},
+    response={200: WithdrawalOut, 201: WithdrawalOut, **WRITE_ERRORS, 409: PlanChangedOut},
 )
 def post_withdrawal(request: HttpRequest, episode: str, payload: WithdrawIn):
-    """Withdraw everything one episode wrote (steward), or with dry_run see what would change."""
-    plan = withdraw_episode(
-        actor=caller(request),
-        scope=payload.scope,
-        episode=episode,
-        reason=payload.reason,
-        dry_run=payload.dry_run,
-    )
+    """Withdraw everything one episode wrote (steward), or with dry_run see what would change.
+
+    Withdrawing confirms a dry run: ``confirm`` is its ``token``. If the
+    withdrawal would now change anything else, it is refused (409) with the
+    new dry run, whose token confirms that one.
+    """
+    try:
+        plan = withdraw_episode(
+            actor=caller(request),
+            scope=payload.scope,
+            episode=episode,
+            reason=payload.reason,
+            dry_run=payload.dry_run,
+            confirm=payload.confirm,
+        )
+    except PlanChanged as changed:
+        return Status(
+            409,
+            {
+                "code": "state_conflict",
+                "message": str(changed),
+                "dry_run": present_withdrawal(changed.plan),
+            },
+        )
     return Status(200 if plan.dry_run else 201, present_withdrawal(plan))
 
 
@@ -541,5 +558,9 @@ def present_withdrawal(plan: WithdrawalPlan) -> dict[str, Any]:
         "withdrawn": [ref(fact) for fact in plan.withdrawn],
         "reinstated": [ref(fact) for fact in plan.reinstated],
         "not_reinstated": [{"fact": ref(kept.fact), "why": kept.why} for kept in plan.kept_closed],
+        "left_for_steward": [
+            {"fact": ref(kept.fact), "why": kept.why} for kept in plan.left_for_steward
+        ],
         "closed_conflicts": list(plan.closed_conflicts),
+        "token": plan.token,
     }

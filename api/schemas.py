@@ -146,6 +146,11 @@ class WithdrawIn(Body):
     scope: Text = Field(max_length=100)
     reason: Text = Field(max_length=5_000)
     dry_run: StrictBool = False
+    confirm: Text | None = Field(
+        None,
+        max_length=100,
+        description="To withdraw: the token of the dry run being confirmed (required).",
+    )
 
 
 class QueryParameters(Schema):
@@ -334,7 +339,15 @@ class WithdrawalOut(BaseModel):
     withdrawn: list[FactRefOut]
     reinstated: list[FactRefOut]
     not_reinstated: list[NotReinstatedOut]
+    left_for_steward: list[NotReinstatedOut]
     closed_conflicts: list[UUID]
+    token: str
+
+
+class PlanChangedOut(ErrorOut):
+    """409 to a confirmation that no longer matches its dry run: the new dry run."""
+
+    dry_run: WithdrawalOut
 
 
 # --- automatic changes (api.changes) ------------------------------------------

@@ -359,6 +359,8 @@ class ConfirmWithdrawalForm(WithdrawalForm):
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why: a withdrawal needs a reason."},
     )
+    # The dry run's token: the withdrawal does what that dry run showed, or nothing.
+    token = forms.CharField(max_length=100, required=False, widget=forms.HiddenInput())
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -187,13 +187,16 @@ def steward_load(site: Site, secret: str, tally: Tally, stop: threading.Event) -
                 tally.saw("revert", answer.status_code, answer.content)
             if n % 10 == 9:
                 episode = f"run-{chance.randrange(4)}-{chance.randrange(3)}"
-                answer = site.request(
-                    client,
-                    "POST",
-                    f"/api/v1/episodes/{episode}/withdraw",
-                    json={"scope": "soak", "reason": "soak withdrawal"},
-                )
+                withdrawal = {"scope": "soak", "reason": "soak withdrawal"}
+                path = f"/api/v1/episodes/{episode}/withdraw"
+                answer = site.request(client, "POST", path, json={**withdrawal, "dry_run": True})
                 tally.saw("withdraw", answer.status_code, answer.content)
+                if answer.status_code == 200:
+                    token = answer.json()["token"]
+                    answer = site.request(
+                        client, "POST", path, json={**withdrawal, "confirm": token}
+                    )
+                    tally.saw("withdraw", answer.status_code, answer.content)
             time.sleep(0.2)
 
 

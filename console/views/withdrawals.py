@@ -4,7 +4,10 @@ A steward names the episode and its scope; the page shows what the
 withdrawal would change (``withdraw_episode(dry_run=True)``: the facts
 withdrawn, the facts reinstated, those kept closed and why, the conflicts
 that would close) and, below it, the one form that does it, **Withdraw**,
-with a required reason. The result page reads the ``Withdrawal`` record.
+with a required reason and the dry run's token, so it withdraws exactly what
+the page showed: if the episode changed since, nothing is withdrawn and the
+page shows the new dry run to confirm. The result page reads the
+``Withdrawal`` record.
 Only stewards reach these pages; everyone else is refused.
 """
 
@@ -21,7 +24,7 @@ from console.forms import ConfirmWithdrawalForm, WithdrawalForm
 from console.views.common import HtmxHttpRequest, add_rejection, done, refusals, steward_scopes
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Fact, Scope, Withdrawal
-from memories.write.episodes import WithdrawalPlan, withdraw_episode
+from memories.write.episodes import PlanChanged, WithdrawalPlan, withdraw_episode
 
 # withdraw_episode asks every caller for a reason; a dry run records nothing.
 DRY_RUN_REASON = "dry run"
@@ -36,6 +39,7 @@ def withdraw(request: HtmxHttpRequest) -> HttpResponse:
     if not scopes.exists():
         raise Forbidden("only a steward may withdraw an episode")
     status = 200
+    changed = None
     if request.method == "POST":
         confirm = ConfirmWithdrawalForm(request.POST, scopes=scopes)
         if confirm.is_valid():
@@ -46,7 +50,10 @@ def withdraw(request: HtmxHttpRequest) -> HttpResponse:
                     scope=data["scope"].name,
                     episode=data["episode"],
                     reason=data["reason"],
+                    confirm=data["token"] or None,
                 )
+            except PlanChanged as error:
+                changed = f"Nothing was withdrawn: {error}. This is the new dry run."
             except Rejected as error:
                 add_rejection(confirm, error)
             except NotFound:
@@ -56,17 +63,20 @@ def withdraw(request: HtmxHttpRequest) -> HttpResponse:
             else:
                 assert plan.withdrawal is not None
                 return done(request, _said(plan), reverse("withdrawal", args=[plan.withdrawal.pk]))
-        status = 400
+        status = 409 if changed else 400
         form = WithdrawalForm(request.POST, scopes=scopes)
     else:
         form = WithdrawalForm(request.GET or None, scopes=scopes)
         confirm = None
     plan = _dry_run(request, form)
+    if changed is not None:
+        confirm = None
     if confirm is None and plan is not None and plan.withdrawn:
-        confirm = ConfirmWithdrawalForm(
-            initial={"scope": plan.scope.name, "episode": plan.episode}, scopes=scopes
-        )
-    context = {"form": form, "plan": plan, "confirm": confirm}
+        initial = {"scope": plan.scope.name, "episode": plan.episode, "token": plan.token}
+        if changed is not None:
+            initial["reason"] = request.POST.get("reason", "")
+        confirm = ConfirmWithdrawalForm(initial=initial, scopes=scopes)
+    context = {"form": form, "plan": plan, "confirm": confirm, "changed": changed}
     template = "console/withdraw.html"
     if request.htmx and not request.htmx.boosted:
         template += "#withdrawal-plan"

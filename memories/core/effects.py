@@ -12,7 +12,7 @@ is the cheapest frozen value to build.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -96,6 +96,21 @@ class PointAt(NamedTuple):
     superseded_by: UUID
 
 
+class MoveFact(NamedTuple):
+    """A fact of an entity merged away now names the entity it was merged into."""
+
+    fact_id: UUID
+    subject_id: int
+
+
+class MoveConflicts(NamedTuple):
+    """The conflicts an entity merged away was the subject of now name the surviving one."""
+
+    scope_id: int
+    subject_id: int
+    into_id: int
+
+
 class Reopen(NamedTuple):
     """A closed fact reinstated (a withdrawal undoing a supersession): live again."""
 
@@ -167,6 +182,8 @@ class AuditNote(NamedTuple):
 
 Change = (
     NewFact
+    | MoveFact
+    | MoveConflicts
     | Reinforce
     | CloseInterval
     | PointAt
@@ -274,6 +291,55 @@ def write_effects(
             )
         )
     return Effects(tuple(changes), tuple(decision.supersedes), now)
+
+
+def move_effects(
+    decision: Decision,
+    fact: NewFact,
+    *,
+    conflict_id: UUID | None,
+    source_ids: Mapping[str, int],
+) -> Effects:
+    """The effects of moving the existing ``fact`` to its new subject (an entity merge, §12).
+
+    ``fact`` is the moved fact as it is, its ``subject_id`` the surviving
+    entity's and its ``author_id`` the account merging; ``decision`` weighs it
+    as the write path weighs an incoming fact. The effects are the write's
+    (``write_effects``: supersessions closed first, a conflict opened with
+    the moved fact as its incoming side), with the fact moved instead of
+    inserted. A duplicate of a standing value is not kept twice (the
+    one-live-value index): the standing fact is reinforced and the moved one
+    closes, superseded by it, before it moves.
+    """
+    if decision.status == "reinforced":
+        assert decision.reinforcement is not None
+        now = fact.recorded_at
+        closes = max(now, fact.t_valid + timedelta(microseconds=1))
+        survivor = UUID(str(decision.reinforcement.fact_id))
+        reinforced = reinforce_effects(decision, now=now, source_ids=source_ids)
+        close = CloseInterval(
+            fact.id, closes, now, SUPERSEDED, decision.rationale, survivor, fact.author_id
+        )
+        note = AuditNote(
+            now,
+            fact.scope_id,
+            "superseded",
+            "fact",
+            str(survivor),
+            {"fact": str(fact.id), "t_invalid": None},
+            {"fact": str(fact.id), "t_invalid": closes.isoformat(), "superseded_by": str(survivor)},
+            decision.rationale,
+            SUPERSEDE_RULE,
+            fact.author_id,
+        )
+        changes = (*reinforced.changes, close, MoveFact(fact.id, fact.subject_id), note)
+        return Effects(changes, (fact.id,), now)
+    written = write_effects(decision, fact, conflict_id=conflict_id, source_ids=source_ids)
+    changes = tuple(
+        MoveFact(fact.id, fact.subject_id) if change is fact or type(change) is NewFact else change
+        for change in written.changes
+    )
+    return written._replace(changes=changes)
 
 
 def reinforce_effects(

@@ -39,6 +39,7 @@ from memories.core.effects import (
     MemberState,
     NewFact,
     invalidation_effects,
+    move_effects,
     resolution_effects,
     write_effects,
 )
@@ -223,6 +224,82 @@ def _do_assert(
     return _assert_result(
         decision, _fact_in_memory(effects, scope, subject, object_ref, vocab, actor), applied
     )
+
+
+def do_move_fact(
+    fact: Fact,
+    into: Entity,
+    vocab: LoadedVocabulary,
+    *,
+    actor: User,
+    now: datetime,
+    siblings: frozenset[UUID] = frozenset(),
+) -> Applied:
+    """Move a live fact of an entity merged away onto ``into``, weighed as a write is.
+
+    Trusts its caller (``merge_entities``) to have authorized the merge and
+    to hold the entities' locks. Locks ``into``'s slot, reads what can matter
+    there as the write path does (leaving out ``siblings``, the facts moving
+    with it, which already stood side by side), and decides the fact with
+    ``decisions.decide`` as if it were asserted again by its author: a
+    contradiction opens a conflict, a supersession closes what it replaces,
+    a duplicate reinforces the standing fact. ``core/effects.move_effects``
+    turns the decision into effects; ``actor`` (the merging steward) is
+    credited with what the move closed or opened.
+    """
+    assertion = Assertion(
+        scope=fact.scope.name,
+        subject=into.name,
+        predicate=fact.predicate.name,
+        object=fact.object_display,
+        object_kind=fact.object_kind,
+        epistemic=fact.epistemic,
+        epistemic_stated=True,
+        source_type=fact.source_type.name,
+        confidence=fact.confidence,
+        t_valid=fact.t_valid,
+        t_invalid=None,
+        episode=fact.episode,
+        statement=fact.statement,
+        evidence=tuple(Evidence(**item) for item in fact.evidence),
+        bucket=fact.bucket,
+    )
+    standing = [
+        other
+        for other in _standing_facts(
+            fact.author, fact.scope, into, assertion, fact.object_key, vocab
+        )
+        if other.id not in siblings and other.id != fact.pk
+    ]
+    incoming = decisions.incoming_from(assertion, fact.object_key, t_valid=fact.t_valid)
+    decision = decisions.decide(
+        incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
+    )
+    row = NewFact(
+        id=fact.pk,
+        scope_id=fact.scope_id,
+        subject_id=into.pk,
+        predicate_id=fact.predicate_id,
+        object_kind=fact.object_kind,
+        object_ref_id=fact.object_ref_id,
+        object_lit=fact.object_lit,
+        object_key=fact.object_key,
+        epistemic=fact.epistemic,
+        source_type_id=fact.source_type_id,
+        confidence=fact.confidence,
+        episode=fact.episode,
+        statement=fact.statement,
+        evidence=assertion.evidence,
+        author_id=actor.pk,
+        bucket=fact.bucket,
+        t_valid=fact.t_valid,
+        t_invalid=None,
+        recorded_at=now,
+        last_reinforced_at=fact.last_reinforced_at,
+    )
+    conflict_id = uuid4() if decision.status == "flagged" else None
+    effects = move_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
+    return do_apply(effects)
 
 
 def new_fact_row(

@@ -21,8 +21,22 @@ collide with a live fact the episode did not write (the write path would
 not let it stand silently either). Those are reported as kept closed, with
 why. Reinforcements the episode made to other writers' facts are not undone:
 a reinforcement does not record who made it.
+
+A steward's act never belongs to an agent's episode: a fact a steward of the
+scope wrote under the episode's name (a correction made before corrections
+stopped taking the corrected fact's episode, or a steward's own write) is
+neither withdrawn nor passed through to reinstate what it replaced. It is
+reported as left for the steward, who undoes it, if at all, as a steward.
+
+A withdrawal does exactly what its dry run showed. A dry run's plan has a
+``token`` naming everything it would change; confirming passes that token
+back, the plan is made again under the slots' locks, and a plan whose token
+differs (the agent wrote more since, or something was reinstated or kept
+closed differently) is refused with :class:`PlanChanged`, which carries the
+new dry run. Every face (the API, the console, the command) confirms so.
 """
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -68,8 +82,39 @@ class WithdrawalPlan:
     withdrawn: list[Fact] = field(default_factory=list)
     reinstated: list[Fact] = field(default_factory=list)
     kept_closed: list[KeptClosed] = field(default_factory=list)
+    left_for_steward: list[KeptClosed] = field(default_factory=list)
     closed_conflicts: list[UUID] = field(default_factory=list)
     withdrawal: Withdrawal | None = None
+
+    @property
+    def token(self) -> str:
+        """Names exactly what this plan changes: the same token, the same withdrawal."""
+        parts = [
+            str(self.scope.pk),
+            self.episode,
+            *(sorted(str(f.pk) for f in facts) for facts in self._listed()),
+        ]
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
+
+    def _listed(self) -> tuple[list[Fact], ...]:
+        return (
+            self.withdrawn,
+            self.reinstated,
+            [k.fact for k in self.kept_closed],
+            [k.fact for k in self.left_for_steward],
+        )
+
+
+class PlanChanged(StateConflict):
+    """The withdrawal would no longer do what its dry run showed; ``plan`` is the new dry run."""
+
+    def __init__(self, plan: WithdrawalPlan, confirmed: bool) -> None:
+        super().__init__(
+            "the episode changed since its dry run: review the new dry run and confirm its token"
+            if confirmed
+            else "confirm the dry run: pass the token its dry run answered"
+        )
+        self.plan = plan
 
 
 def withdraw_episode(
@@ -79,6 +124,7 @@ def withdraw_episode(
     episode: str,
     reason: str,
     dry_run: bool = False,
+    confirm: str | None = None,
     now: datetime | None = None,
 ) -> WithdrawalPlan:
     """Withdraw every live fact ``episode`` wrote in ``scope`` (a steward of the scope).
@@ -87,6 +133,10 @@ def withdraw_episode(
     wrote nothing there, Forbidden for a member who is not a steward, and
     StateConflict when nothing the episode wrote is still live (a dry run
     answers that with an empty plan instead).
+
+    Unless ``dry_run``, ``confirm`` must be the ``token`` of the dry run
+    being confirmed: a plan made under the locks that differs from it is
+    refused with :class:`PlanChanged` (a StateConflict) and nothing is written.
     """
     target = Scope.objects.visible_to(actor).filter(name=scope).first()
     if target is None:
@@ -105,14 +155,18 @@ def withdraw_episode(
         # correction may change the subject), so the chains are walked once
         # to find the slots and again, locked, to decide.
         vocabulary = load_vocabulary()
-        slots = {_slot(fact, vocabulary) for fact in _involved(target, episode)}
+        stewards = _stewards_in(target, episode)
+        slots = {_slot(fact, vocabulary) for fact in _involved(target, episode, stewards)}
         lock_slots(slots)
         now = now or timezone.now()
-        plan = _plan(target, episode, slots, vocabulary, dry_run=dry_run)
+        plan = _plan(target, episode, slots, vocabulary, stewards, dry_run=dry_run)
         if dry_run:
             return plan
         if not plan.withdrawn:
             raise StateConflict("nothing this episode wrote is still live")
+        if confirm != plan.token:
+            plan.dry_run = True
+            raise PlanChanged(plan, confirmed=confirm is not None)
         _do_withdraw(plan, actor=actor, reason=reason, now=now)
     return plan
 
@@ -121,7 +175,23 @@ def _slot(fact: Fact, vocabulary) -> tuple[int, int, str]:
     return (fact.scope_id, fact.subject_id, vocabulary.spec.slot_name(fact.predicate.name))
 
 
-def _live_written(scope: Scope, episode: str):
+LEFT_FOR_STEWARD = "a steward wrote it: a withdrawal never undoes a steward's act"
+
+
+def _stewards_in(scope: Scope, episode: str) -> frozenset[int]:
+    """The accounts among the episode's authors who are stewards of the scope."""
+    authors = User.objects.filter(
+        pk__in=Fact.objects.filter(scope=scope, episode=episode).values("author_id")
+    )
+    return frozenset(author.pk for author in authors if is_steward_of(author, scope))
+
+
+def _of_episode(fact: Fact, episode: str, stewards: frozenset[int]) -> bool:
+    """Whether ``fact`` is the episode's own write (a steward's never is)."""
+    return fact.episode == episode and fact.author_id not in stewards
+
+
+def _live_tagged(scope: Scope, episode: str):
     return (
         Fact.objects.filter(scope=scope, episode=episode, t_invalid__isnull=True)
         .select_related("predicate", "subject", "object_ref", "source_type")
@@ -137,24 +207,36 @@ def _predecessors(fact_ids: list[UUID]) -> list[Fact]:
     )
 
 
-def _involved(scope: Scope, episode: str) -> list[Fact]:
+def _live_written(scope: Scope, episode: str, stewards: frozenset[int]):
+    return _live_tagged(scope, episode).exclude(author_id__in=stewards)
+
+
+def _involved(scope: Scope, episode: str, stewards: frozenset[int]) -> list[Fact]:
     """The episode's live facts and every fact up their supersession chains."""
-    found = list(_live_written(scope, episode))
+    found = list(_live_written(scope, episode, stewards))
     frontier = [fact.pk for fact in found]
     seen = set(frontier)
     while frontier:
         earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
         found += earlier
         seen.update(fact.pk for fact in earlier)
-        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+        frontier = [fact.pk for fact in earlier if _of_episode(fact, episode, stewards)]
     return found
 
 
-def _plan(scope: Scope, episode: str, slots, vocabulary, *, dry_run: bool) -> WithdrawalPlan:
+def _plan(
+    scope: Scope, episode: str, slots, vocabulary, stewards: frozenset[int], *, dry_run: bool
+) -> WithdrawalPlan:
     plan = WithdrawalPlan(episode=episode, scope=scope, dry_run=dry_run)
     # Anything written into a slot after the first walk, and so not locked,
     # is left alone: the withdrawal covers what stood when it began.
-    plan.withdrawn = [f for f in _live_written(scope, episode) if _slot(f, vocabulary) in slots]
+    plan.withdrawn = [
+        f for f in _live_written(scope, episode, stewards) if _slot(f, vocabulary) in slots
+    ]
+    plan.left_for_steward = [
+        KeptClosed(fact, LEFT_FOR_STEWARD)
+        for fact in _live_tagged(scope, episode).filter(author_id__in=stewards)
+    ]
     withdrawn_ids = {fact.pk for fact in plan.withdrawn}
 
     # Walk back from each withdrawn fact through what it superseded; a
@@ -166,8 +248,8 @@ def _plan(scope: Scope, episode: str, slots, vocabulary, *, dry_run: bool) -> Wi
     while frontier:
         earlier = [fact for fact in _predecessors(frontier) if fact.pk not in seen]
         seen.update(fact.pk for fact in earlier)
-        candidates += [fact for fact in earlier if fact.episode != episode]
-        frontier = [fact.pk for fact in earlier if fact.episode == episode]
+        candidates += [fact for fact in earlier if not _of_episode(fact, episode, stewards)]
+        frontier = [fact.pk for fact in earlier if _of_episode(fact, episode, stewards)]
 
     standing = _standing_after(candidates, withdrawn_ids)
     for fact in sorted(candidates, key=lambda f: (f.t_valid, f.recorded_at, f.pk), reverse=True):
@@ -293,7 +375,10 @@ def _do_withdraw(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetim
             episode=plan.episode,
             withdrawn=withdrawn,
             reinstated=reinstated,
-            kept_closed=[{"fact": str(k.fact.pk), "why": k.why} for k in plan.kept_closed],
+            kept_closed=[
+                {"fact": str(k.fact.pk), "why": k.why}
+                for k in [*plan.kept_closed, *plan.left_for_steward]
+            ],
             reason=reason,
             now=now,
             actor_id=actor.pk,

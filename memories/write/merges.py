@@ -6,9 +6,18 @@ inserts that later record. That rule is stated once, in SQL
 (``memories/sql/merges.sql``), and read here through
 ``EntityMerge.objects.in_force()``. While a merge is in force the write
 path's entity lookup answers with the entity merged *into*, so new writes
-naming either spelling land on one slot. Facts already written keep the
-subject they were written with: history is never rewritten, which is also
-what makes a merge cheap to undo.
+naming either spelling land on one slot.
+
+The facts of the entity merged away move to the surviving entity in the
+merge's transaction, so its slot history and subject recall hold them and
+no fact is left under a name nothing resolves to. A live fact is weighed as
+the write path weighs a write (``write.actions.do_move_fact``: the same
+``decide``, under the surviving slot's lock), so a contradiction opens a
+conflict, a supersession closes what it replaces, and a duplicate reinforces
+the standing fact instead of standing twice. Facts already closed move as
+they are, and conflicts that named the old entity name the surviving one.
+An undo ends the name's resolution; the facts moved stay where the merge put
+them.
 
 Chains are refused rather than followed: an entity already merged cannot be
 merged again, nor can anything be merged into it, and an entity that others
@@ -22,13 +31,16 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from memories.core.effects import merge_effects
+from memories.core.effects import Effects, MoveConflicts, MoveFact, merge_effects
 from memories.core.text import required_reason
 from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
-from memories.store.models import Entity, EntityMerge, Scope
+from memories.store.models import Entity, EntityMerge, Fact, Scope
 from memories.store.roles import is_steward_of
+from memories.store.slots import lock_slots
 from memories.store.touched import recompute_on_commit
+from memories.store.vocabulary import load_vocabulary
+from memories.write.actions import do_move_fact
 
 
 def visible_entity(actor: User, entity_id: int | str) -> Entity:
@@ -102,7 +114,42 @@ def merge_entities(
             )
         )
         recompute_on_commit(applied.touched)
+        _move_facts(entity, into, actor=actor, now=now)
     return merge
+
+
+def _move_facts(entity: Entity, into: Entity, *, actor: User, now: datetime) -> None:
+    """Move every fact of ``entity`` to ``into``: the live ones through the write path's rules."""
+    vocabulary = load_vocabulary()
+    facts = list(
+        Fact.objects.filter(scope_id=entity.scope_id, subject=entity)
+        .select_related("scope", "predicate", "source_type", "author", "object_ref")
+        .order_by("t_valid", "recorded_at", "id")
+    )
+    # Both entities' slots, as the write path names them: a write that
+    # resolved the old name before the merge record was seen waits here.
+    lock_slots(
+        (entity.scope_id, subject, vocabulary.spec.slot_name(fact.predicate.name))
+        for fact in facts
+        for subject in (entity.pk, into.pk)
+    )
+    facts = list(
+        Fact.objects.filter(scope_id=entity.scope_id, subject=entity)
+        .select_related("scope", "predicate", "source_type", "author", "object_ref")
+        .order_by("t_valid", "recorded_at", "id")
+    )
+    closed = [fact for fact in facts if not fact.is_live]
+    moves = (
+        *(MoveFact(fact.pk, into.pk) for fact in closed),
+        MoveConflicts(entity.scope_id, entity.pk, into.pk),
+    )
+    moved = do_apply(Effects(moves, now=now))
+    recompute_on_commit(moved.touched)
+    live = [fact for fact in facts if fact.is_live]
+    siblings = frozenset(fact.pk for fact in live)
+    for fact in live:
+        applied = do_move_fact(fact, into, vocabulary, actor=actor, now=now, siblings=siblings)
+        recompute_on_commit(applied.touched)
 
 
 def undo_merge(

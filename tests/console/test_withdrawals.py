@@ -1,5 +1,7 @@
 """Withdrawing an episode from the console: the dry run first, then one confirmation."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -37,6 +39,12 @@ def episode(scope, member, steward):
     return {"good": good, "bad": bad, "extra": extra}
 
 
+def dry_run_token(as_steward) -> str:
+    """The token the dry run page carries in its confirmation form."""
+    page = as_steward.get(reverse("withdraw"), {"scope": "project", "episode": "run-7"})
+    return re.search(r'name="token" value="([0-9a-f]+)"', page.text).group(1)
+
+
 def test_the_dry_run_lists_what_would_change_and_changes_nothing(episode, as_steward):
     answer = as_steward.get(reverse("withdraw"), {"scope": "project", "episode": "run-7"})
     assert answer.status_code == 200
@@ -62,7 +70,12 @@ def test_withdraw_needs_a_reason_and_writes_nothing_without_one(episode, as_stew
 def test_withdraw_does_it_and_says_what_was_done(episode, as_steward):
     answer = as_steward.post(
         reverse("withdraw"),
-        {"scope": "project", "episode": "run-7", "reason": "the agent run was poisoned"},
+        {
+            "scope": "project",
+            "episode": "run-7",
+            "reason": "the agent run was poisoned",
+            "token": dry_run_token(as_steward),
+        },
         follow=True,
     )
     record = Withdrawal.objects.get()
@@ -99,3 +112,24 @@ def test_the_fact_page_links_stewards_to_the_withdrawal_of_its_episode(
     assert "Withdraw this episode…" in as_steward.get(page).text
     assert "?scope=project&amp;episode=run-7" in as_steward.get(page).text
     assert "Withdraw this episode…" not in as_member.get(page).text
+
+
+def test_a_confirmation_after_the_episode_grew_withdraws_nothing_and_shows_the_new_dry_run(
+    episode, as_steward
+):
+    """Issue 29 §2: the agent wrote into the episode between the dry run and Withdraw."""
+    token = dry_run_token(as_steward)
+    data = {"scope": "project", "subject": "queue", "predicate": "core/uses", "object": "sqs"}
+    assert_fact(
+        actor=episode["bad"].author, data={**data, "source_type": "code", "episode": "run-7"}
+    )
+    posted = {"scope": "project", "episode": "run-7", "reason": "poisoned", "token": token}
+    answer = as_steward.post(reverse("withdraw"), posted)
+    assert answer.status_code == 409
+    assert "Nothing was withdrawn: the episode changed since its dry run" in answer.text
+    assert "Would withdraw 3 facts" in answer.text and "sqs" in answer.text
+    assert not Withdrawal.objects.exists()
+    new_token = re.search(r'name="token" value="([0-9a-f]+)"', answer.text).group(1)
+    assert new_token != token and new_token == dry_run_token(as_steward)
+    assert as_steward.post(reverse("withdraw"), {**posted, "token": new_token}).status_code == 302
+    assert len(Withdrawal.objects.get().withdrawn) == 3

@@ -8,12 +8,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from admissions.actions import record_verdict
+from admissions.actions import correct_fact, record_verdict
 from admissions.selectors import fact_status
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.models import AuditEntry, Conflict, Fact, Withdrawal
 from memories.write.actions import assert_fact
-from memories.write.episodes import withdraw_episode
+from memories.write.episodes import PlanChanged, withdraw_episode
 from tests.conftest import at, make_user
 
 pytestmark = pytest.mark.django_db
@@ -93,13 +93,19 @@ def state() -> list:
         return rows
 
 
+def confirmed(**kwargs):
+    """A withdrawal as every face makes it: the dry run, then its token confirmed."""
+    dry = withdraw_episode(**kwargs, dry_run=True)
+    return withdraw_episode(**kwargs, confirm=dry.token)
+
+
 def ids(facts) -> set:
     return {fact.pk for fact in facts}
 
 
 def test_withdrawal_closes_the_episodes_facts_and_reinstates_what_they_replaced(poisoned, steward):
     later = T0 + timedelta(days=1)
-    plan = withdraw_episode(
+    plan = confirmed(
         actor=steward, scope="project", episode="run-13", reason="poisoned session", now=later
     )
     live_poison = ["poison-2", "avoids", "escalated", "db-2", "extra"]
@@ -130,7 +136,7 @@ def test_withdrawal_closes_the_episodes_facts_and_reinstates_what_they_replaced(
 
 
 def test_reinstatement_never_overrules_what_stands_now(poisoned, steward):
-    plan = withdraw_episode(actor=steward, scope="project", episode="run-13", reason="poisoned")
+    plan = confirmed(actor=steward, scope="project", episode="run-13", reason="poisoned")
     [kept] = plan.kept_closed
     assert kept.fact.pk == poisoned["db"].fact.pk
     assert str(poisoned["later"].fact.pk) in kept.why
@@ -150,7 +156,9 @@ def test_a_dry_run_lists_exactly_what_the_withdrawal_does_and_changes_nothing(po
     )
     assert state() == before
     assert dry.withdrawal is None
-    done = withdraw_episode(actor=steward, scope="project", episode="run-13", reason="go")
+    done = withdraw_episode(
+        actor=steward, scope="project", episode="run-13", reason="go", confirm=dry.token
+    )
     assert ids(dry.withdrawn) == ids(done.withdrawn)
     assert ids(dry.reinstated) == ids(done.reinstated)
     assert ids(k.fact for k in dry.kept_closed) == ids(k.fact for k in done.kept_closed)
@@ -159,14 +167,14 @@ def test_a_dry_run_lists_exactly_what_the_withdrawal_does_and_changes_nothing(po
 
 def test_only_a_steward_of_the_scope_withdraws(poisoned, member, outsider, steward):
     with pytest.raises(Forbidden):
-        withdraw_episode(actor=member, scope="project", episode="run-13", reason="mine")
+        confirmed(actor=member, scope="project", episode="run-13", reason="mine")
     with pytest.raises(NotFound):
-        withdraw_episode(actor=outsider, scope="project", episode="run-13", reason="x")
+        confirmed(actor=outsider, scope="project", episode="run-13", reason="x")
     with pytest.raises(NotFound):
-        withdraw_episode(actor=steward, scope="project", episode="run-99", reason="x")
-    withdraw_episode(actor=steward, scope="project", episode="run-13", reason="x")
+        confirmed(actor=steward, scope="project", episode="run-99", reason="x")
+    confirmed(actor=steward, scope="project", episode="run-13", reason="x")
     with pytest.raises(StateConflict):
-        withdraw_episode(actor=steward, scope="project", episode="run-13", reason="again")
+        confirmed(actor=steward, scope="project", episode="run-13", reason="again")
     assert Withdrawal.objects.count() == 1
 
 
@@ -186,13 +194,25 @@ def test_the_command_dry_runs_and_withdraws(poisoned, steward):
     )
     assert "Would withdraw 5 fact(s)" in out.getvalue()
     assert "Dry run: nothing was changed." in out.getvalue()
+    token = out.getvalue().split("--confirm ")[1].split()[0]
     assert Withdrawal.objects.count() == 0
 
+    def confirm(token, out):
+        command = ["withdraw_episode", "run-13", "--scope", "project", "--reason", "bad run"]
+        call_command(*command, "--confirm", token, stdout=out)
+
+    # A write into the episode since the dry run: its token no longer confirms.
+    write(poisoned["avoids"].fact.author, "queue", "core/uses", "sqs", "code", T0, episode="run-13")
     out = StringIO()
-    call_command(
-        "withdraw_episode", "run-13", "--scope", "project", "--reason", "bad run", stdout=out
-    )
-    assert "Did withdraw 5 fact(s)" in out.getvalue()
+    with pytest.raises(CommandError, match="changed since its dry run"):
+        confirm(token, out)
+    assert "Would withdraw 6 fact(s)" in out.getvalue()
+    assert Withdrawal.objects.count() == 0
+
+    token = out.getvalue().split("--confirm ")[1].split()[0]
+    out = StringIO()
+    confirm(token, out)
+    assert "Did withdraw 6 fact(s)" in out.getvalue()
     assert Withdrawal.objects.get().actor.username == "claimgraph-shell"
 
 
@@ -209,3 +229,66 @@ def test_the_command_refuses_a_member(poisoned, member):
             "mira",
             stdout=StringIO(),
         )
+
+
+def test_a_stewards_correction_is_not_the_episodes_and_is_never_withdrawn(poisoned, steward):
+    """Issue 29 §1: correcting an agent's fact never tags the correction with its episode."""
+    poison = poisoned["poison-2"].fact
+    correction = correct_fact(
+        actor=steward,
+        fact_id=poison.pk,
+        changes={"object": "3.0.0"},
+        ground="the release notes say 3.0.0",
+        now=T0 + timedelta(hours=4),
+    ).replacement
+    assert correction.episode == ""
+    plan = confirmed(actor=steward, scope="project", episode="run-13", reason="poisoned")
+    assert correction.pk not in ids(plan.withdrawn)
+    live = Fact.objects.live().filter(
+        subject__name="AuthService", predicate__name="core/has-version"
+    )
+    assert [f.object_lit for f in live] == ["3.0.0"]
+    assert poisoned["version"].fact.pk not in ids(plan.reinstated)
+
+
+def test_a_withdrawal_leaves_a_stewards_write_under_the_episode_for_the_steward(poisoned, steward):
+    """Issue 29 §1: a steward's act tagged with the episode is reported, never undone."""
+    ruling = write(
+        steward, "cache", "core/uses", "redis", "code", T0 + timedelta(hours=4), episode="run-13"
+    )
+    dry = withdraw_episode(
+        actor=steward, scope="project", episode="run-13", reason="check", dry_run=True
+    )
+    assert ruling.fact.pk not in ids(dry.withdrawn)
+    assert [k.fact.pk for k in dry.left_for_steward] == [ruling.fact.pk]
+    plan = withdraw_episode(
+        actor=steward, scope="project", episode="run-13", reason="poisoned", confirm=dry.token
+    )
+    assert [k.fact.pk for k in plan.left_for_steward] == [ruling.fact.pk]
+    assert Fact.objects.get(pk=ruling.fact.pk).is_live
+
+
+def test_a_withdrawal_withdraws_exactly_what_its_dry_run_showed_or_nothing(poisoned, steward):
+    """Issue 29 §2: the agent writes more after the dry run; the confirmation is refused."""
+    agent = poisoned["extra"].fact.author
+    kwargs = {"actor": steward, "scope": "project", "episode": "run-13", "reason": "poisoned"}
+    dry = withdraw_episode(**kwargs, dry_run=True)
+    assert len(dry.withdrawn) == 5
+    more = [
+        write(agent, f"svc-{n}", "core/uses", "x", "code", T0, episode="run-13").fact
+        for n in range(20)
+    ]
+    before = state()
+    with pytest.raises(PlanChanged) as refused:
+        withdraw_episode(**kwargs, confirm=dry.token)
+    assert state() == before
+    again = refused.value.plan
+    assert again.dry_run and again.withdrawal is None and again.token != dry.token
+    assert ids(again.withdrawn) == ids(dry.withdrawn) | ids(more)
+    with pytest.raises(PlanChanged, match="confirm the dry run"):
+        withdraw_episode(**kwargs)
+    assert state() == before
+
+    done = withdraw_episode(**kwargs, confirm=again.token)
+    assert ids(done.withdrawn) == ids(again.withdrawn)
+    assert Withdrawal.objects.count() == 1

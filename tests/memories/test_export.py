@@ -122,7 +122,9 @@ def build_store(member, author, steward, scope_steward) -> None:
         now=now(),
     )
     record_outcome(actor=member, fact_ids=[kept.fact.pk], now=now())
-    withdraw_episode(actor=steward, scope="project", episode="run-1", reason="bad run", now=now())
+    withdrawal = {"actor": steward, "scope": "project", "episode": "run-1", "reason": "bad run"}
+    dry = withdraw_episode(**withdrawal, dry_run=True)
+    withdraw_episode(**withdrawal, confirm=dry.token, now=now())
     # What a steward's revert of an automatic change leaves behind (memories.write.reverts).
     Fact.objects.filter(pk=kept.fact.pk).update(decay_reverted_at=now())
     Conflict.objects.filter(pk=Conflict.objects.order_by("opened_at")[0].pk).update(

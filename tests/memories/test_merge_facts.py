@@ -1,0 +1,80 @@
+"""Issue 29 §3: a merge moves the merged-away entity's facts, through the write path's rules."""
+
+from datetime import timedelta
+
+import pytest
+
+from memories.store.models import Conflict, Entity, Fact
+from memories.write.actions import assert_fact
+from memories.write.merges import merge_entities
+from tests.conftest import at
+
+pytestmark = pytest.mark.django_db
+
+T0 = at("2026-04-01T09:00:00")
+
+
+def write(actor, subject, predicate, obj, source, when, **extra):
+    data = {"scope": "project", "subject": subject, "predicate": predicate, "object": obj}
+    data |= {"source_type": source, "t_valid": when.isoformat(), **extra}
+    return assert_fact(actor=actor, data=data, now=when).fact
+
+
+def merge(steward, name, into):
+    entity, survivor = (Entity.objects.get(name=n) for n in (name, into))
+    merge_entities(
+        actor=steward,
+        entity_id=entity.pk,
+        into_id=survivor.pk,
+        reason="one service",
+        now=T0 + timedelta(days=1),
+    )
+    return entity, survivor
+
+
+def test_a_merged_away_contradiction_moves_and_opens_a_conflict(steward, member):
+    older = write(member, "PaySvc2", "core/has-version", "1.0.0", "code", T0)
+    history = write(member, "PaySvc2", "core/owned-by", "team-a", "code", T0)
+    Fact.objects.filter(pk=history.pk).update(t_invalid=T0 + timedelta(hours=1))
+    standing = write(member, "PaySvc", "core/has-version", "2.0.0", "code", T0 + timedelta(hours=2))
+    entity, survivor = merge(steward, "PaySvc2", "PaySvc")
+
+    assert not Fact.objects.filter(subject=entity).exists()
+    assert set(Fact.objects.filter(subject=survivor).values_list("pk", flat=True)) == {
+        older.pk,
+        history.pk,
+        standing.pk,
+    }
+    [conflict] = Conflict.objects.open()
+    assert conflict.subject_id == survivor.pk
+    assert set(conflict.members.values_list("fact_id", flat=True)) == {older.pk, standing.pk}
+    live = Fact.objects.live().filter(subject=survivor, predicate__name="core/has-version")
+    undisputed = [f.object_lit for f in live.with_disputed() if not f.disputed]
+    assert undisputed == ["2.0.0"]
+
+
+def test_a_merged_away_newer_value_supersedes_and_a_duplicate_is_kept_once(steward, member):
+    write(member, "PaySvc", "core/has-version", "1.0.0", "code", T0)
+    newer = write(member, "PaySvc2", "core/has-version", "2.0.0", "code", T0 + timedelta(hours=1))
+    kept = write(member, "PaySvc", "core/uses", "postgres", "code", T0)
+    twin = write(member, "PaySvc2", "core/uses", "postgres", "code", T0 + timedelta(hours=1))
+    _, survivor = merge(steward, "PaySvc2", "PaySvc")
+
+    versions = Fact.objects.live().filter(subject=survivor, predicate__name="core/has-version")
+    assert [f.pk for f in versions] == [newer.pk]
+    uses = Fact.objects.live().filter(subject=survivor, predicate__name="core/uses")
+    assert [f.pk for f in uses] == [kept.pk]
+    closed = Fact.objects.get(pk=twin.pk)
+    assert closed.subject_id == survivor.pk and closed.superseded_by_id == kept.pk
+    assert not Conflict.objects.open().exists()
+
+
+def test_a_conflict_already_on_the_merged_away_entity_names_the_survivor(steward, member):
+    write(member, "PaySvc2", "core/has-version", "2.0.0", "code", T0)
+    flagged = write(member, "PaySvc2", "core/has-version", "3.0.0", "agent-note", T0)
+    [conflict] = Conflict.objects.open()
+    write(member, "PaySvc", "core/uses", "postgres", "code", T0)
+    _, survivor = merge(steward, "PaySvc2", "PaySvc")
+    [still] = Conflict.objects.open()
+    assert still.pk == conflict.pk and still.subject_id == survivor.pk
+    assert Fact.objects.get(pk=flagged.pk).subject_id == survivor.pk
