@@ -86,10 +86,23 @@ class ScopeAdmin(GuardedModelAdmin):
 
 @admin.register(Entity)
 class EntityAdmin(admin.ModelAdmin):
+    """An entity's scope and identity (its name and key) are never changed here.
+
+    Moving an entity to another scope would leave its facts on a subject of
+    another scope (the database refuses it: migration 0023), and renaming it
+    changes which writes find it; an entity changes identity only through
+    the domain's actions (a merge). Its type and aliases stay editable.
+    """
+
     list_display = ["name", "type", "scope", "aliases", "created_at"]
     list_filter = ["scope", "type"]
     search_fields = ["name", "key", "aliases"]
     readonly_fields = ["key", "alias_keys", "created_at"]
+    identity_fields = ["scope", "name"]
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if obj is None else [*self.identity_fields, *fields]
 
     def save_model(self, request, obj, form, change) -> None:
         obj.set_keys()

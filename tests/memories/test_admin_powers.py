@@ -92,3 +92,26 @@ def test_every_grant_and_revoke_from_anywhere_is_an_audit_entry(scope, other_sco
     assert elsewhere == ["made-steward", "revoked-steward"] * 2
     outside = _steward_entries(scope).first()
     assert outside.actor is None and outside.rule == "granted outside the stewardship action"
+
+
+def test_an_entitys_scope_and_name_are_read_only_in_the_admin(client, scope, other_scope, member):
+    from memories.write.actions import assert_fact
+
+    fact = assert_fact(
+        actor=member,
+        data={
+            "scope": "project",
+            "subject": "AuthService",
+            "predicate": "core/has-version",
+            "object": "2.0.0",
+            "source_type": "code",
+        },
+    ).fact
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    url = reverse("admin:memories_entity_change", args=[fact.subject_id])
+    answer = client.post(
+        url, {"scope": other_scope.pk, "name": "Renamed", "type": "service", "aliases": ""}
+    )
+    assert answer.status_code == 302
+    entity = type(fact.subject).objects.get(pk=fact.subject_id)
+    assert (entity.scope_id, entity.name, entity.type) == (scope.pk, "AuthService", "service")
