@@ -4,6 +4,7 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -23,7 +24,11 @@ def digest_of(secret: str) -> str:
 
 
 def issue_token(*, actor: User, name: str, now: datetime | None = None) -> tuple[ApiToken, str]:
-    """Create a token for ``actor``; return it with its secret, which is never shown again."""
+    """Create a token for ``actor``; return it with its secret, which is never shown again.
+
+    Refused (StateConflict) when the account already holds
+    ``CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT`` live (unrevoked) tokens; 0 lifts the cap.
+    """
     if not actor.is_authenticated or not actor.is_active:
         raise NotFound("account")
     name = (name or "").strip()
@@ -31,13 +36,23 @@ def issue_token(*, actor: User, name: str, now: datetime | None = None) -> tuple
         raise Rejected("name", "is required: say what the token is for")
     check_text(name, "name", MAX_NAME_LENGTH)
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=actor,
-        name=name,
-        prefix=secret[:SHOWN_PREFIX_LENGTH],
-        digest=digest_of(secret),
-        created_at=now or timezone.now(),
-    )
+    with transaction.atomic():
+        # The account's row is the lock: two issues at once count each other.
+        User.objects.select_for_update().filter(pk=actor.pk).first()
+        cap = settings.CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT
+        live = ApiToken.objects.filter(user=actor, revoked_at__isnull=True).count()
+        if cap and live >= cap:
+            raise StateConflict(
+                f"this account already has {live} live tokens, the most it may hold"
+                f" (CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT = {cap}): revoke one to issue another"
+            )
+        token = ApiToken.objects.create(
+            user=actor,
+            name=name,
+            prefix=secret[:SHOWN_PREFIX_LENGTH],
+            digest=digest_of(secret),
+            created_at=now or timezone.now(),
+        )
     return token, secret
 
 

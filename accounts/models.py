@@ -53,22 +53,26 @@ class ApiToken(models.Model):
 
 
 class WriteAllowance(models.Model):
-    """How far ahead one token has spent its write rate (a generic cell rate algorithm).
+    """How far ahead one account has spent its write rate (a generic cell rate algorithm).
 
     Each write moves ``busy_until`` one interval (a minute divided by the
     rate) past ``max(busy_until, now)``; a write that would move it more than
     a minute ahead of now is refused. The effect is a sustained rate of N
-    writes a minute with bursts of up to N. One row per token, updated by a
-    single UPSERT in PostgreSQL, so the limit holds across every worker and
-    machine and needs no cleanup. The table is UNLOGGED (migration 0002):
-    charging a write then costs no disk sync, and a crash merely resets
-    everyone's allowance.
+    writes a minute with bursts of up to N. One row per *account*, whichever
+    of its tokens wrote (issue 29 §7: a limit per token was multiplied by
+    minting tokens), updated by a single UPSERT in PostgreSQL, so the limit
+    holds across every worker and machine and needs no cleanup. The table is
+    UNLOGGED (migrations 0002, 0003): charging a write then costs no disk
+    sync, and a crash merely resets everyone's allowance.
     """
 
-    token = models.OneToOneField(
-        ApiToken, on_delete=models.CASCADE, primary_key=True, related_name="write_allowance"
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="write_allowance",
     )
     busy_until = models.DateTimeField()
 
     def __str__(self) -> str:
-        return f"{self.token_id} busy until {self.busy_until:%H:%M:%S}"
+        return f"{self.user_id} busy until {self.busy_until:%H:%M:%S}"

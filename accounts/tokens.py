@@ -27,7 +27,7 @@ MAX_SECRET_LENGTH = 200
 
 @dataclass(frozen=True)
 class RateLimited(Exception):
-    """The token spent its writes for now; it may try again after ``retry_after`` seconds."""
+    """The account spent its writes for now; it may try again after ``retry_after`` seconds."""
 
     retry_after: int
 
@@ -39,8 +39,9 @@ def token_for_secret(secret: str, *, writes_per_minute: int = 0) -> ApiToken | N
     """The active token whose secret this is, with its account, or None.
 
     With ``writes_per_minute`` above 0 the request is a write, charged to the
-    token's allowance as :func:`spend_write` charges it, in the same
-    statement: :class:`RateLimited` when the token has no write left. An
+    allowance as :func:`spend_write` charges it, in the same
+    statement, to the token's account (every token of an account shares one
+    allowance): :class:`RateLimited` when the account has no write left. An
     unknown, revoked or deactivated token is charged nothing.
     """
     if not secret or len(secret) > MAX_SECRET_LENGTH:
@@ -76,7 +77,7 @@ def token_for_secret(secret: str, *, writes_per_minute: int = 0) -> ApiToken | N
 
 
 def spend_write(token: ApiToken, *, per_minute: int) -> None:
-    """Charge one write to ``token``; raise :class:`RateLimited` when it has none left.
+    """Charge one write to ``token``'s account; raise :class:`RateLimited` when it has none left.
 
     ``per_minute`` 0 turns the limit off. Runs outside any transaction the
     write itself opens, so a refused or failed write still counts and the
@@ -88,7 +89,7 @@ def spend_write(token: ApiToken, *, per_minute: int) -> None:
     with _prepared_cursor() as cursor:
         cursor.execute(
             _charge(_SPEND_SQL),
-            {"token": token.pk, "interval": interval, "window": _WINDOW},
+            {"account": token.user_id, "interval": interval, "window": _WINDOW},
             prepare=True,
         )
         allowed, wait = cursor.fetchone()
@@ -125,7 +126,8 @@ _TOKEN_FIELDS = [f.attname for f in ApiToken._meta.concrete_fields]
 _USER_FIELDS = [f.attname for f in _User._meta.concrete_fields]
 _TOKEN_TABLE = ApiToken._meta.db_table
 _ALLOWANCE_TABLE = WriteAllowance._meta.db_table
-_TOKEN_PK = ApiToken._meta.pk.column
+# The allowance is the account's, shared by all its tokens.
+_TOKEN_ACCOUNT = ApiToken._meta.get_field("user").column
 # The token's columns, then its account's, each under a name of its own so
 # that the statement below can keep them in a CTE (both tables have an "id").
 _TOKEN_COLUMNS = ", ".join(
@@ -141,9 +143,9 @@ _ACTIVE_TOKEN = (
 # Spend one write if the allowance has room. ``statement_timestamp()`` is
 # PostgreSQL's clock, shared by every worker on every machine.
 _UPSERT = f"""
-INSERT INTO {_ALLOWANCE_TABLE} AS a (token_id, busy_until)
+INSERT INTO {_ALLOWANCE_TABLE} AS a (user_id, busy_until)
 {{source}}
-ON CONFLICT (token_id) DO UPDATE
+ON CONFLICT (user_id) DO UPDATE
     SET busy_until = GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
     WHERE GREATEST(a.busy_until, statement_timestamp()) + %(interval)s
           <= statement_timestamp() + %(window)s
@@ -153,7 +155,7 @@ RETURNING 1
 # when the write was refused, how long until the allowance has room again.
 _WAIT = (
     "(SELECT EXTRACT(EPOCH FROM busy_until + %(interval)s - %(window)s - statement_timestamp())"
-    f" FROM {_ALLOWANCE_TABLE} WHERE token_id = {{token}})"
+    f" FROM {_ALLOWANCE_TABLE} WHERE user_id = {{account}})"
 )
 
 _NEXT_BUSY = "statement_timestamp() + %(interval)s"
@@ -168,8 +170,8 @@ SELECT EXISTS (SELECT 1 FROM spent), {wait}{from_quick}
 _SPEND_SQL = {
     quick: _SPEND.format(
         quick=_ASYNC if quick else "",
-        upsert=_UPSERT.format(source=f"VALUES (%(token)s, {_NEXT_BUSY})"),
-        wait=_WAIT.format(token="%(token)s"),
+        upsert=_UPSERT.format(source=f"VALUES (%(account)s, {_NEXT_BUSY})"),
+        wait=_WAIT.format(account="%(account)s"),
         from_quick=" FROM quick" if quick else "",
     )
     for quick in (False, True)
@@ -188,8 +190,8 @@ _TOKEN_AND_SPEND_SQL = {
     quick: _TOKEN_AND_SPEND.format(
         quick=_ASYNC if quick else "",
         token=_ACTIVE_TOKEN,
-        upsert=_UPSERT.format(source=f"SELECT t_{_TOKEN_PK}, {_NEXT_BUSY} FROM token"),
-        wait=_WAIT.format(token=f"token.t_{_TOKEN_PK}"),
+        upsert=_UPSERT.format(source=f"SELECT t_{_TOKEN_ACCOUNT}, {_NEXT_BUSY} FROM token"),
+        wait=_WAIT.format(account=f"token.t_{_TOKEN_ACCOUNT}"),
         and_quick=", quick" if quick else "",
     )
     for quick in (False, True)

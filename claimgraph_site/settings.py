@@ -277,8 +277,10 @@ CLAIMGRAPH_QUEUE_TARGET_HOURS = {
     queue: env_int(f"CLAIMGRAPH_QUEUE_TARGET_HOURS_{queue.upper()}", _QUEUE_TARGET_HOURS, minimum=1)
     for queue in ("conflicts", "candidates", "challenges", "suspended")
 }
-# Writes per minute per API token; 0 turns the limit off (SPEC §10).
+# Writes per minute per account, shared by all its API tokens; 0 turns the limit off (SPEC §10).
 CLAIMGRAPH_API_WRITE_RATE = env_int("CLAIMGRAPH_API_WRITE_RATE", 600)
+# Live (unrevoked) API tokens one account may hold; issuing one more is refused. 0: no cap.
+CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT = env_int("CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT", 20)
 
 # --- truth maintenance and background work (SPEC §7, §12) -------------------------
 # An OpenAI-compatible chat-completions endpoint for the adjudicator: its base

@@ -37,6 +37,7 @@ ACTION_LABELS = {
     "reported-outcome": "Outcome reported",
     "granted-scope": "Scope granted",
     "made-steward": "Steward appointed",
+    "revoked-steward": "Stewardship revoked",
 }
 
 ACTION_CHOICES = [
@@ -204,6 +205,8 @@ def describe(
         words = [Value("Reported accepted work that used "), *facts(after.get("facts") or [])]
     elif action == "made-steward":
         words = [Value(f"Made {after.get('steward', 'an account')} a steward")]
+    elif action == "revoked-steward":
+        words = [Value(f"Revoked {before.get('steward', 'an account')}'s stewardship")]
     elif action == "granted-scope":
         words = [Value("Granted a scope: "), target]
     else:

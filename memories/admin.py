@@ -7,6 +7,7 @@ bypass the rules every other write obeys.
 """
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 from django_tasks_db.admin import DBTaskResultAdmin
 from django_tasks_db.models import DBTaskResult
@@ -33,7 +34,9 @@ from memories.store.models import (
     TruthSlot,
     WorkerHeartbeat,
 )
+from memories.store.stewardship import acting
 from memories.store.vocabulary import forget_vocabulary
+from memories.write.stewardship import may_grant_stewardship
 
 # The predicate fields a truth slot's answer depends on (see
 # memories.core.truth.semantics_version): changing one makes its slots stale.
@@ -53,17 +56,53 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Scope)
 class ScopeAdmin(GuardedModelAdmin):
+    """Scopes and their members; object permissions (stewardship) for superusers only.
+
+    guardian's object-permission pages let anyone who may change a scope
+    grant any permission on it, stewardship included: here only a superuser
+    reaches them (as ``memories.write.stewardship`` allows), and each grant
+    or revoke they make is an audit entry credited to them.
+    """
+
     list_display = ["name", "description", "created_at"]
     search_fields = ["name", "description"]
     filter_horizontal = ["members"]
 
+    def obj_perms_manage_view(self, request, object_pk):
+        return self._as_granter(request, super().obj_perms_manage_view, object_pk)
+
+    def obj_perms_manage_user_view(self, request, object_pk, user_id):
+        return self._as_granter(request, super().obj_perms_manage_user_view, object_pk, user_id)
+
+    def obj_perms_manage_group_view(self, request, object_pk, group_id):
+        return self._as_granter(request, super().obj_perms_manage_group_view, object_pk, group_id)
+
+    def _as_granter(self, request, view, *args):
+        if not may_grant_stewardship(request.user):
+            raise PermissionDenied
+        with acting(actor=request.user, rule="admin object permissions"):
+            return view(request, *args)
+
 
 @admin.register(Entity)
 class EntityAdmin(admin.ModelAdmin):
+    """An entity's scope and identity (its name and key) are never changed here.
+
+    Moving an entity to another scope would leave its facts on a subject of
+    another scope (the database refuses it: migration 0023), and renaming it
+    changes which writes find it; an entity changes identity only through
+    the domain's actions (a merge). Its type and aliases stay editable.
+    """
+
     list_display = ["name", "type", "scope", "aliases", "created_at"]
     list_filter = ["scope", "type"]
     search_fields = ["name", "key", "aliases"]
     readonly_fields = ["key", "alias_keys", "created_at"]
+    identity_fields = ["scope", "name"]
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        return fields if obj is None else [*self.identity_fields, *fields]
 
     def save_model(self, request, obj, form, change) -> None:
         obj.set_keys()

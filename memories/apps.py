@@ -14,3 +14,7 @@ class MemoriesConfig(AppConfig):
         # Django imports <app>.models only; ours are the package memories.store.models.
         super().import_models()
         self.models_module = import_module("memories.store.models")
+
+    def ready(self) -> None:
+        # Every grant and revoke of stewardship, from any door, is audited.
+        import_module("memories.store.stewardship").connect()

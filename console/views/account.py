@@ -49,6 +49,9 @@ def issue(request: HtmxHttpRequest) -> HttpResponse:
     except Rejected as refused:
         form.add_error(refused.field, refused.message)
         return _page(request, form, status=400)
+    except StateConflict as refused:
+        form.add_error(None, f"No token issued: {refused}.")
+        return _page(request, form, status=409)
     # Rendered in the POST's own response rather than after a redirect: the
     # secret is shown exactly once and never parked in the session to
     # survive a redirect. never_cache keeps it out of any cache.

@@ -29,6 +29,7 @@ from memories.store.models import (
     Withdrawal,
 )
 from memories.store.roles import STEWARD_PERMISSION
+from memories.store.stewardship import unaudited
 
 
 class Vocabulary:
@@ -97,8 +98,10 @@ class Scopes:
         Scope.objects.filter(pk=scope.pk).update(created_at=_time(item["created_at"]))
         scope.members.set([into.user(name) for name in item["members"]])
         User = get_user_model()
-        for name in item["stewards"]:
-            assign_perm(STEWARD_PERMISSION, User.objects.get(pk=into.user(name)), scope)
+        # The export's audit entries already tell of these grants.
+        with unaudited():
+            for name in item["stewards"]:
+                assign_perm(STEWARD_PERMISSION, User.objects.get(pk=into.user(name)), scope)
         into.scopes[scope.name] = scope.pk
 
 

@@ -4,13 +4,14 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 
 from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken, WriteAllowance
 from accounts.tokens import RateLimited, spend_write, token_for_secret
+from memories.store.errors import StateConflict
 from memories.store.models import Fact, Scope
 from memories.store.roles import is_global_steward, is_steward_of
 from tests.api.conftest import Agent, fact_body
@@ -133,7 +134,7 @@ def test_tokens_are_stored_only_as_a_digest(member):
 # --- the write allowance -------------------------------------------------------------
 
 
-def test_a_burst_of_writes_beyond_the_rate_is_429_with_retry_after(member, settings):
+def test_a_burst_of_writes_beyond_the_rate_is_429_with_retry_after(member, author, settings):
     settings.CLAIMGRAPH_API_WRITE_RATE = 3
     _, secret = issue_token(actor=member, name="agent")
     agent = Agent(secret)
@@ -144,10 +145,46 @@ def test_a_burst_of_writes_beyond_the_rate_is_429_with_retry_after(member, setti
     # A minute shared by three writes: the next one is about 20 s away.
     assert 1 <= int(refused["Retry-After"]) <= 20
     assert Fact.objects.count() == 3
-    # Reads are not writes, and another token has its own allowance.
+    # Reads are not writes, and another account has its own allowance.
     assert agent.get("/truth", scope="project").status_code == 200
-    _, other = issue_token(actor=member, name="second agent")
+    _, other = issue_token(actor=author, name="their agent")
     assert Agent(other).post("/facts", fact_body(object="2.0")).status_code == 201
+
+
+def test_the_write_limit_is_the_accounts_whichever_token_writes(member, settings):
+    settings.CLAIMGRAPH_API_WRITE_RATE = 3
+    agents = [Agent(issue_token(actor=member, name=f"agent {n}")[1]) for n in range(5)]
+    statuses = [
+        a.post("/facts", fact_body(object=f"1.{n}")).status_code for n, a in enumerate(agents)
+    ]
+    assert statuses == [201, 201, 201, 429, 429]
+    assert WriteAllowance.objects.filter(user=member).count() == 1
+
+
+def test_live_tokens_per_account_are_capped(member, settings):
+    settings.CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT = 3
+    tokens = [issue_token(actor=member, name=f"agent {n}")[0] for n in range(3)]
+    with pytest.raises(StateConflict, match="CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT"):
+        issue_token(actor=member, name="one too many")
+    # the command and the account page refuse it too, saying why
+    with pytest.raises(CommandError, match="revoke one to issue another"):
+        call_command("issue_token", member.username, stdout=StringIO())
+    browser = Client()
+    browser.force_login(member)
+    refused = browser.post("/account/tokens/", {"name": "one too many"})
+    assert refused.status_code == 409
+    assert b"revoke one to issue another" in refused.content
+    assert ApiToken.objects.filter(user=member).count() == 3
+    # a revoked token no longer counts
+    revoke_token(actor=member, token_id=tokens[0].pk)
+    issue_token(actor=member, name="a replacement")
+
+
+def test_the_default_cap_is_twenty_live_tokens(member):
+    for n in range(20):
+        issue_token(actor=member, name=f"agent {n}")
+    with pytest.raises(StateConflict):
+        issue_token(actor=member, name="the twenty-first")
 
 
 def test_a_rate_of_zero_turns_the_limit_off(member, settings):
@@ -169,12 +206,12 @@ def test_a_write_with_a_revoked_or_deactivated_token_spends_no_allowance(member,
     settings.CLAIMGRAPH_API_WRITE_RATE = 1
     token, secret = issue_token(actor=member, name="agent")
     revoke_token(actor=member, token_id=token.pk)
-    other, other_secret = issue_token(actor=author, name="agent")
+    _, other_secret = issue_token(actor=author, name="agent")
     author.is_active = False
     author.save()
     for refused in (secret, other_secret, secret + "x"):
         assert Agent(refused).post("/facts", fact_body()).status_code == 401
-    assert not WriteAllowance.objects.filter(token__in=[token, other]).exists()
+    assert not WriteAllowance.objects.filter(user__in=[member, author]).exists()
 
 
 def test_a_refused_write_is_charged_and_the_token_still_recognised(member):
@@ -219,7 +256,7 @@ def test_a_charge_of_its_own_commits_quickly_and_leaves_the_session_as_it_was(me
     spend_write(token, per_minute=600)
     # Both charges committed, and the asynchronous
     # commit did not outlive the charge's own transaction.
-    assert WriteAllowance.objects.filter(token=token).exists()
+    assert WriteAllowance.objects.filter(user=member).exists()
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"

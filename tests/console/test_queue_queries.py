@@ -26,6 +26,12 @@ def vocabulary_held(settings):
     load_vocabulary()
 
 
+@pytest.fixture(autouse=True)
+def tokens_uncapped(settings):
+    """The pages are measured with 40 tokens on one account, past the default cap."""
+    settings.CLAIMGRAPH_MAX_TOKENS_PER_ACCOUNT = 0
+
+
 def grow(steward, member, author, start: int, stop: int) -> None:
     """Rows of every kind the pages list: candidates, conflicts, verdicts, challenges,
     audit entries, entities with merges, and API tokens."""

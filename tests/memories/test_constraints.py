@@ -4,7 +4,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from memories.store.models import Conflict, Fact
+from memories.store.models import Conflict, Entity, Fact
 from memories.write.actions import assert_fact
 
 pytestmark = pytest.mark.django_db
@@ -113,3 +113,23 @@ def test_a_member_filed_under_another_scope_than_its_conflicts_is_refused(fact, 
     )
     assert refused(insert, [conflict.pk, fact.pk, other_scope.pk])
     assert not refused(insert, [conflict.pk, fact.pk, fact.scope_id])
+
+
+def _entity(scope, name):
+    entity = Entity(scope=scope, name=name)
+    entity.set_keys()
+    entity.save()
+    return entity
+
+
+def test_a_fact_on_a_subject_or_object_of_another_scope_is_refused(fact, other_scope):
+    stranger, friend = _entity(other_scope, "Stranger"), _entity(fact.scope, "Friend")
+    # a fact of one scope about another scope's entity, as subject or as object
+    for subject, refusal in [(stranger, True), (friend, False)]:
+        assert refused(*copy_of(fact, subject_id=subject.pk)) is refusal
+    for thing, refusal in [(stranger, True), (friend, False)]:
+        as_object = {"object_kind": "entity", "object_lit": None, "object_key": str(thing.pk)}
+        assert refused(*copy_of(fact, object_ref_id=thing.pk, **as_object)) is refusal
+    # moving the subject to another scope would leave its facts behind: refused too
+    move = "UPDATE memories_entity SET scope_id = %s WHERE id = %s"
+    assert refused(move, [other_scope.pk, fact.subject_id])

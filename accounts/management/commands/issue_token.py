@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from accounts.actions import issue_token
-from memories.store.errors import Rejected
+from memories.store.errors import Rejected, StateConflict
 
 
 class Command(BaseCommand):
@@ -35,6 +35,8 @@ class Command(BaseCommand):
                 _token, secret = issue_token(actor=user, name=name)
             except Rejected as refused:
                 raise CommandError(f"{refused.field}: {refused.message}") from None
+            except StateConflict as refused:
+                raise CommandError(f"No token issued for {username}: {refused}.") from None
         if created:
             self.stdout.write(f"Created the account {username!r}.")
         self.stdout.write(f"API token for {username} (shown once, keep it secret): {secret}")
