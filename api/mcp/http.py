@@ -126,7 +126,15 @@ def mcp_http_app() -> McpHttp:
         max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    # A path the SDK's router does not know (``/mcp/x``, or one holding an encoded
+    # newline, which its patterns never match) answers in JSON, as the rest of /mcp/.
+    app.router.default = not_found
     return McpHttp(app=SiteGuard(app), server=server)
+
+
+async def not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    """The JSON 404 of a path under /mcp/ that no route matches."""
+    await _error(404, "not_found", "not found")(scope, receive, send)
 
 
 # --- what Django's middleware does for its own responses -----------------------------
