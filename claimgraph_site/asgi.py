@@ -20,10 +20,10 @@ from django.db import connections  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.responses import RedirectResponse  # noqa: E402
-from starlette.routing import Mount, Route  # noqa: E402
-from starlette.types import ASGIApp  # noqa: E402
+from starlette.routing import Mount, Route, request_response  # noqa: E402
+from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
-from api.mcp.http import mcp_http_app  # noqa: E402
+from api.mcp.http import SiteGuard, mcp_http_app  # noqa: E402
 
 
 async def _to_mcp(request: Request) -> RedirectResponse:
@@ -43,14 +43,29 @@ def build_application(django_app: ASGIApp = django_application) -> Starlette:
         # Django's sync thread keeps its connections between requests.
         await sync_to_async(connections.close_all, thread_sensitive=True)()
 
-    return Starlette(
+    async def unrouted(scope: Scope, receive: Receive, send: Send) -> None:
+        # Starlette's patterns end in "(?P<path>.*)$", and "." never matches a
+        # newline: a path holding one (%0A) matches no route. It still goes where
+        # its prefix says, so its answer is Django's or MCP's, with their headers
+        # (and JSON under /api/v1/ and /mcp/), never Starlette's bare text 404.
+        if scope["type"] == "http" and scope["path"].startswith("/mcp"):
+            await mcp.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await django_app(scope, receive, send)
+        else:
+            await site.router.not_found(scope, receive, send)
+
+    site = Starlette(
         routes=[
-            Route("/mcp", _to_mcp, methods=["GET", "POST", "DELETE"]),
+            # SiteGuard: the redirect carries the security headers like any answer.
+            Route("/mcp", SiteGuard(request_response(_to_mcp)), methods=["GET", "POST", "DELETE"]),
             Mount("/mcp", app=mcp.app),
             Mount("/", app=django_app),
         ],
         lifespan=lifespan,
     )
+    site.router.default = unrouted
+    return site
 
 
 application = build_application()

@@ -44,6 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from accounts.models import ApiToken
 from accounts.tokens import token_for_secret
 from api.mcp.server import Caller, build_server
+from api.mcp.wire import invalid_request, parsed, refusal_json
 
 # Tokens are issued by claimgraph itself (the account page, `issue_token`),
 # not by an OAuth server. The SDK's auth settings require an issuer; with no
@@ -126,7 +127,55 @@ def mcp_http_app() -> McpHttp:
         max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return McpHttp(app=SiteGuard(app), server=server)
+    # A path the SDK's router does not know (``/mcp/x``, or one holding an encoded
+    # newline, which its patterns never match) answers in JSON, as the rest of /mcp/.
+    app.router.default = not_found
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE
+    return McpHttp(app=SiteGuard(RequestIds(app, limit)), server=server)
+
+
+class RequestIds:
+    """An ASGI wrapper: a POST whose request has an invalid id, or none, is an Invalid Request.
+
+    The body is read here (up to the SDK's own limit; past it the SDK answers
+    413 as before) and handed on unchanged; ``api/mcp/wire.py`` decides.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        read: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            read.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self.limit or not message.get("more_body", False):
+                break
+        complete = read[-1]["type"] == "http.request" and not read[-1].get("more_body", False)
+        if complete and size <= self.limit:
+            body = b"".join(message.get("body", b"") for message in read)
+            refusal = invalid_request(parsed(body))
+            if refusal is not None:
+                await JSONResponse(refusal_json(refusal), status_code=400)(scope, receive, send)
+                return
+
+        async def replay() -> Message:
+            return read.pop(0) if read else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    """The JSON 404 of a path under /mcp/ that no route matches."""
+    await _error(404, "not_found", "not found")(scope, receive, send)
 
 
 # --- what Django's middleware does for its own responses -----------------------------

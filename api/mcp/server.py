@@ -35,7 +35,8 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from ninja.errors import ValidationError as InvalidInput
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -425,6 +426,20 @@ def _tool(operation: Operation, caller_of: CallerOf) -> Tool:
     )
 
 
+class ClaimgraphServer(MCPServer):
+    """The SDK's server, answering a prompt it does not have as bad params, not a failure.
+
+    The SDK raises a plain ValueError for an unknown prompt name, which its
+    dispatcher logs with a traceback and answers with error code 0; a name the
+    caller chose is the caller's error (-32602), and nothing to log.
+    """
+
+    async def get_prompt(self, name, arguments=None, context=None):
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
+
+
 def build_server(
     caller_of: CallerOf,
     *,
@@ -432,7 +447,7 @@ def build_server(
     auth: AuthSettings | None = None,
 ) -> MCPServer:
     """The claimgraph MCP server: its instructions and the nine tools, acting as ``caller_of``."""
-    return MCPServer(
+    return ClaimgraphServer(
         name="claimgraph",
         title="claimgraph",
         description="A shared memory for AI agents, looked after by human stewards.",

@@ -1,6 +1,5 @@
 """The audit feed: every human action and automatic change in the viewer's scopes."""
 
-import csv
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, time
@@ -16,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from console.audit_words import Readable, describe, mentioned
+from console.csv_cells import csv_lines
 from console.forms import AuditFilterForm
 from console.views.common import HtmxHttpRequest, page_query, paginate
 from memories.store.models import AuditEntry, Fact
@@ -140,13 +140,6 @@ def _export_records(rows: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
         }
 
 
-class _Echo:
-    """A file-like object whose write() hands the line back, for csv.writer."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
 @require_GET
 @login_required
 def audit_export(request: HtmxHttpRequest, fmt: str) -> StreamingHttpResponse:
@@ -155,19 +148,16 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> StreamingHttpResponse:
     records = _export_records(_audit_rows(request, form))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     if fmt == "csv":
-        writer = csv.writer(_Echo())
-
-        def lines() -> Iterator[str]:
-            yield writer.writerow(EXPORT_FIELDS)
-            for record in records:
-                yield writer.writerow(
-                    [
-                        json.dumps(record[name]) if name in ("before", "after") else record[name]
-                        for name in EXPORT_FIELDS
-                    ]
-                )
-
-        response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+        rows = (
+            [
+                json.dumps(record[name]) if name in ("before", "after") else record[name]
+                for name in EXPORT_FIELDS
+            ]
+            for record in records
+        )
+        response = StreamingHttpResponse(
+            csv_lines(EXPORT_FIELDS, rows), content_type="text/csv; charset=utf-8"
+        )
     else:
         response = StreamingHttpResponse(
             (json.dumps(record, ensure_ascii=False) + "\n" for record in records),

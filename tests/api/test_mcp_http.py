@@ -4,15 +4,18 @@ The tests commit their data (transactional tests) so the server's own
 database connection sees it.
 """
 
+import logging
 import uuid
 
 import httpx2
 import pytest
 from django.contrib.auth.models import User
+from mcp.shared.exceptions import MCPError
 
 from accounts.actions import issue_token
 from admissions.actions import record_verdict
 from api.mcp.guide import INSTRUCTIONS
+from memories.store.models import Fact
 from memories.write.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
 from tests.api.mcp_client import body, call_http, live_site, over_http
@@ -346,3 +349,59 @@ def test_outside_debug_mcp_asks_for_https_as_django_does(mcp_url, settings):
     proxied = post(mcp_url, json={}, headers={"X-Forwarded-Proto": "https"})
     assert proxied.status_code == 401
     assert proxied.headers["strict-transport-security"].startswith("max-age=3600")
+
+
+# --- requests the SDK would take for notifications -----------------------------------------
+
+
+@pytest.mark.parametrize("request_id", [None, 1.5, {"n": 1}, True, "absent"])
+def test_a_tools_call_with_an_invalid_id_or_none_is_an_invalid_request(mcp_url, member, request_id):
+    # The SDK read these as notifications: 202, and the write never ran.
+    message = {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"name": "assert_fact", "arguments": fact_body()},
+    }
+    if request_id != "absent":
+        message["id"] = request_id
+    response = post(
+        mcp_url,
+        json=message,
+        headers={
+            "Authorization": f"Bearer {token(member)}",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert response.status_code == 400
+    answer = response.json()
+    assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", None, -32600)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert not Fact.objects.exists()
+
+
+def test_a_real_notification_is_still_accepted(mcp_url, member):
+    response = post(
+        mcp_url,
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={
+            "Authorization": f"Bearer {token(member)}",
+            "Accept": "application/json, text/event-stream",
+        },
+    )
+    assert response.status_code == 202
+
+
+def test_an_unknown_prompt_is_invalid_params_and_logs_nothing(mcp_url, member, caplog):
+    async def ask(session):
+        try:
+            await session.get_prompt("nothing-here")
+        except MCPError as refused:
+            return refused.error
+        raise AssertionError("an unknown prompt was answered")
+
+    caplog.set_level(logging.DEBUG)
+    error = over_http(mcp_url, token(member), ask)
+    assert error.code == -32602
+    assert "nothing-here" in error.message
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert not [record for record in caplog.records if record.exc_info]

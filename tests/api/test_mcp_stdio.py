@@ -1,5 +1,7 @@
 """MCP over stdio: ``manage.py mcp --user`` with the SDK's stdio client, acting as that account."""
 
+import json
+import select
 import subprocess
 import sys
 
@@ -72,3 +74,34 @@ def test_the_command_refuses_an_unknown_account(db):
     )
     assert finished.returncode != 0
     assert "no active account named 'nobody'" in finished.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [("this is not json", -32700), ('{"jsonrpc": "2.0"', -32700), ("[1, 2]", -32600)],
+)
+def test_a_line_that_is_not_json_rpc_gets_an_error_reply(member, line, code):
+    # The SDK dropped such a line without a word: the client waited forever.
+    parameters = stdio_parameters(member.username)
+    with subprocess.Popen(
+        [sys.executable, *parameters.args],
+        cwd=ROOT,
+        env=parameters.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as server:
+        try:
+            server.stdin.write(line + "\n")
+            server.stdin.flush()
+            ready, _, _ = select.select([server.stdout], [], [], PROCESS_DEADLINE)
+            assert ready, "no reply"
+            answer = json.loads(server.stdout.readline())
+        finally:
+            server.stdin.close()  # end of input: the server stops and lets go of the database
+            try:
+                server.wait(timeout=PROCESS_DEADLINE)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", None, code)

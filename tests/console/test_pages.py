@@ -1,5 +1,7 @@
 """The console's pages over HTTP, on the real database: who sees what, who may do what."""
 
+import csv as csv_module
+import io
 import json
 
 import pytest
@@ -8,7 +10,10 @@ from django.urls import reverse
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import Record
 from admissions.selectors import fact_status
+from console.csv_cells import safe_cell
 from memories.store.models import AuditEntry, Conflict, Fact
+from memories.write.actions import invalidate_fact
+from tests.console.conftest import write
 
 pytestmark = pytest.mark.django_db
 
@@ -386,7 +391,6 @@ def test_challenges_list_shows_the_cap_per_account_and_what_is_queued(
 
 def write_admitted(steward, name):
     from admissions.actions import record_verdict
-    from tests.console.conftest import write
 
     fact = write(steward, name, "core/uses", "x", "code").fact
     record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok")
@@ -434,7 +438,6 @@ def test_a_long_queue_counts_one_window_past_the_page_and_still_pages_on(
     as_steward, member, world, monkeypatch
 ):
     from console.views.common import WindowPaginator
-    from tests.console.conftest import write
 
     for n in range(7):
         write(member, "queue", "core/uses", f"tool-{n}", "session-log")
@@ -489,3 +492,33 @@ def test_conflict_queue_pages_in_order_past_the_end_and_beyond_the_window(
     assert rows == everything[5:10]
     assert response.context["page"].paginator.count == 11
     assert response.context["page"].paginator.more
+
+
+FORMULAS = ["=1+1", "+SUM(A1)", "-2+3", "@SUM(A1)", "\t=1+1", "\r=1+1", " =1+1", "\n@x"]
+
+
+@pytest.mark.parametrize("reason", FORMULAS)
+def test_the_csv_export_defuses_a_reason_a_spreadsheet_would_run(as_member, member, reason):
+    # OWASP CSV injection: a leading =, +, -, @ (or TAB/CR, or one after a space) is
+    # quoted away in the CSV; the JSON Lines export keeps the reason exact.
+    fact = write(member, "billing", "core/uses", "Stripe", "session-log").fact
+    invalidate_fact(actor=member, fact_id=fact.id, reason=reason)
+    response = as_member.get(reverse("audit-export", args=["csv"]), {"action": "invalidated"})
+    rows = list(csv_module.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    reasons = [row[rows[0].index("reason")] for row in rows[1:]]
+    stored = AuditEntry.objects.get(action="invalidated").reason
+    assert reasons == ["'" + stored]
+    response = as_member.get(reverse("audit-export", args=["jsonl"]), {"action": "invalidated"})
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert [line["reason"] for line in lines] == [stored]
+
+
+@pytest.mark.parametrize("cell", FORMULAS)
+def test_a_cell_a_spreadsheet_would_run_gets_a_quote_in_front(cell):
+    assert safe_cell(cell) == "'" + cell
+
+
+def test_a_plain_or_numeric_cell_is_left_alone():
+    assert safe_cell("plain - text") == "plain - text"
+    assert safe_cell(-3) == -3
+    assert safe_cell(None) is None

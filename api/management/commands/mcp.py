@@ -1,10 +1,12 @@
 """``manage.py mcp --user USERNAME``: the MCP tools over stdio, acting as one account."""
 
+import anyio
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from api.mcp.server import Caller, build_server
+from api.mcp.wire import answering_stdio
 from memories.store.errors import Forbidden
 
 
@@ -40,4 +42,10 @@ class Command(BaseCommand):
         server = build_server(stdio_caller(account.pk))
         # The tools query from Django's sync thread, not this one.
         connections.close_all()
-        server.run("stdio")
+        anyio.run(self._serve, server)
+
+    async def _serve(self, server) -> None:
+        # The SDK's run_stdio_async, with a reply to every line it cannot read.
+        lowlevel = server._lowlevel_server
+        async with answering_stdio() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
