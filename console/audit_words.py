@@ -33,6 +33,7 @@ ACTION_LABELS = {
     "withdrawn": "Fact withdrawn with its episode",
     "reinstated": "Fact reinstated by a withdrawal",
     "merged-entity": "Entities merged",
+    "resolved-name": "Look-alike name resolved",
     "unmerged-entity": "Entity merge undone",
     "reported-outcome": "Outcome reported",
     "granted-scope": "Scope granted",
@@ -201,6 +202,12 @@ def describe(
             words = [Value(f"Merged “{entity}” into “{after.get('resolves_to', '')}”")]
         else:
             words = [Value(f"Undid the merge of “{entity}”")]
+    elif action == "resolved-name":
+        words = [
+            Value(f"Took the {after.get('role', 'name')} “{after.get('given', '')}” as"),
+            Value(f" “{after.get('entity', '')}”, whose name it looks like, in "),
+            fact(after.get("fact")),
+        ]
     elif action == "reported-outcome":
         words = [Value("Reported accepted work that used "), *facts(after.get("facts") or [])]
     elif action == "made-steward":
