@@ -198,14 +198,19 @@ def describe(
         words = [Value("Reinstated "), target, Value(": what superseded it was withdrawn")]
     elif action in ("merged-entity", "unmerged-entity"):
         entity = after.get("entity") or before.get("entity") or ""
+        # Each name its own part: the page isolates each part's direction.
         if action == "merged-entity":
-            words = [Value(f"Merged “{entity}” into “{after.get('resolves_to', '')}”")]
+            into = after.get("resolves_to", "")
+            words = [Value("Merged “"), Value(entity), Value("” into “"), Value(into), Value("”")]
         else:
-            words = [Value(f"Undid the merge of “{entity}”")]
+            words = [Value("Undid the merge of “"), Value(entity), Value("”")]
     elif action == "resolved-name":
         words = [
-            Value(f"Took the {after.get('role', 'name')} “{after.get('given', '')}” as"),
-            Value(f" “{after.get('entity', '')}”, whose name it looks like, in "),
+            Value(f"Took the {after.get('role', 'name')} “"),
+            Value(after.get("given", "")),
+            Value("” as the entity “"),
+            Value(after.get("entity", "")),
+            Value("”, whose name it looks like, in "),
             fact(after.get("fact")),
         ]
     elif action == "reported-outcome":
