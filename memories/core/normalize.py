@@ -14,7 +14,7 @@ two different values no conflict check can see.
 Names that only *look* alike are recognised by their *skeleton*
 (``name_skeleton``): Unicode's confusable skeleton (UTS #39, computed by ICU
 from Unicode's confusables data) of the name's key, so "PaySvc" with a
-Cyrillic "а", its full-width spelling and its mathematical letters share one
+Cyrillic "a" (U+0430), its full-width spelling and its mathematical letters share one
 skeleton with the Latin "PaySvc" (and case and spacing noise still collapse,
 as in the key). How an entity is found by a name, in precedence order (the
 rule's one statement is ``claimgraph_entity`` in memories/sql/slots.sql, and

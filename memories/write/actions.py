@@ -53,8 +53,8 @@ from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.lookups import (
     Named,
     get_or_create_entity,
-    named_from_row,
     hot_cursor,
+    named_from_row,
     readable_fact,
     visible_conflict,
     writable_scope,
