@@ -35,12 +35,12 @@ SPELLINGS = [
     ("Pay\U000e0041Svc", REFUSED),  # a tag character
     ("PaySvc\ufe0f", REFUSED),  # a variation selector
     ("Pay\u00adSvc", REFUSED),  # soft hyphen
-    ("P\u0430ySvc", LOOK_ALIKE),  # Cyrillic а
-    ("\u0420\u0430ySvc", LOOK_ALIKE),  # Cyrillic Р and а
-    ("PaySv\u0441", LOOK_ALIKE),  # Cyrillic с
-    ("\u03a1aySvc", LOOK_ALIKE),  # Greek Ρ
-    ("Pay\u0405vc", LOOK_ALIKE),  # Cyrillic Ѕ
-    ("P\u0251ySvc", LOOK_ALIKE),  # Latin alpha ɑ
+    ("P\u0430ySvc", LOOK_ALIKE),  # Cyrillic a (U+0430)
+    ("\u0420\u0430ySvc", LOOK_ALIKE),  # Cyrillic Er and a
+    ("PaySv\u0441", LOOK_ALIKE),  # Cyrillic es
+    ("\u03a1aySvc", LOOK_ALIKE),  # Greek Rho
+    ("Pay\u0405vc", LOOK_ALIKE),  # Cyrillic Dze
+    ("P\u0251ySvc", LOOK_ALIKE),  # Latin alpha (U+0251)
     ("\uff30\uff41\uff59\uff33\uff56\uff43", SAME_KEY),  # full-width
     ("\U0001d40f\U0001d41a\U0001d432\U0001d412\U0001d42f\U0001d41c", SAME_KEY),  # math bold
     ("paysvc", SAME_KEY),
@@ -122,7 +122,7 @@ def test_an_entity_object_that_looks_like_an_entity_is_that_entity(member, scope
     first = write(member, "api", "Postgres", predicate="core/depends-on", object_kind="entity")
     again = write(
         member, "api", "P\u043estgres", predicate="core/depends-on", object_kind="entity"
-    )  # Cyrillic о
+    )  # Cyrillic o (U+043E)
     assert again.status == "reinforced"
     assert again.fact.pk == first.fact.pk
     assert [(a.role, a.entity_name) for a in again.look_alikes] == [("object", "Postgres")]

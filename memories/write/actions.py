@@ -150,7 +150,7 @@ def _open_slot(
     literal = assertion.object_kind == ObjectKind.LITERAL
     with hot_cursor() as cursor:
         cursor.execute(
-            "SELECT * FROM claimgraph_open_slot(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            f"SELECT * FROM claimgraph_open_slot({', '.join(['%s'] * 13)})",
             [
                 actor.pk,
                 assertion.scope,
