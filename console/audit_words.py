@@ -72,6 +72,8 @@ class Value:
     text: str = ""
     time: datetime | None = None
     url: str = ""
+    # Text someone wrote (a name): the page isolates its direction.
+    isolate: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,18 +200,24 @@ def describe(
         words = [Value("Reinstated "), target, Value(": what superseded it was withdrawn")]
     elif action in ("merged-entity", "unmerged-entity"):
         entity = after.get("entity") or before.get("entity") or ""
-        # Each name its own part: the page isolates each part's direction.
+        # Each name its own part, isolated on the page.
         if action == "merged-entity":
             into = after.get("resolves_to", "")
-            words = [Value("Merged “"), Value(entity), Value("” into “"), Value(into), Value("”")]
+            words = [
+                Value("Merged “"),
+                Value(entity, isolate=True),
+                Value("” into “"),
+                Value(into, isolate=True),
+                Value("”"),
+            ]
         else:
-            words = [Value("Undid the merge of “"), Value(entity), Value("”")]
+            words = [Value("Undid the merge of “"), Value(entity, isolate=True), Value("”")]
     elif action == "resolved-name":
         words = [
             Value(f"Took the {after.get('role', 'name')} “"),
-            Value(after.get("given", "")),
+            Value(after.get("given", ""), isolate=True),
             Value("” as the entity “"),
-            Value(after.get("entity", "")),
+            Value(after.get("entity", ""), isolate=True),
             Value("”, whose name it looks like, in "),
             fact(after.get("fact")),
         ]
