@@ -300,3 +300,23 @@ def test_a_right_to_left_value_and_name_render_isolated_on_the_console(member, s
     assert "<bdi>גרסה 2.1.0</bdi>" in listing
     subject = client.get(f"/subjects/{fact.subject_id}/").content.decode()
     assert "<h1><bdi>שירות תשלומים</bdi></h1>" in subject
+
+
+# --- the doctor ----------------------------------------------------------------------
+
+
+def test_the_doctor_finds_look_alike_entities_until_a_steward_merges_them(scope, steward):
+    from memories.maintenance.doctor import look_alike_entities
+    from memories.write.merges import merge_entities
+
+    made = []
+    for name in ("PaySvc", "P\u0430ySvc", "Bolt"):  # made by hand: no resolution
+        entity = Entity(scope=scope, name=name)
+        entity.set_keys()
+        entity.save()
+        made.append(entity)
+    [violation] = look_alike_entities(None, 10)
+    assert violation.check == "look-alike-entities"
+    assert violation.ids == (str(made[0].pk), str(made[1].pk))
+    merge_entities(actor=steward, entity_id=made[1].pk, into_id=made[0].pk, reason="one service")
+    assert look_alike_entities(None, 10) == []
