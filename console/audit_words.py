@@ -12,6 +12,7 @@ template renders them. Nothing here writes HTML or reads the database: the
 view looks the page's facts and conflicts up once and passes them in.
 """
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -216,7 +217,9 @@ def describe(
         words = [
             Value(f"Took the {after.get('role', 'name')} “"),
             Value(after.get("given", ""), isolate=True),
-            Value("” as the entity “"),
+            Value(
+                f"”{_spelled_with(after.get('given', ''), after.get('entity', ''))} as the entity “"
+            ),
             Value(after.get("entity", ""), isolate=True),
             Value("”, whose name it looks like, in "),
             fact(after.get("fact")),
@@ -235,6 +238,16 @@ def describe(
 
 
 Change = tuple[str, tuple[Value, ...], tuple[Value, ...]]
+
+
+def _spelled_with(given: str, name: str) -> str:
+    """The letters of a look-alike spelling that the entity's name lacks, named: they
+    render alike, so the sentence says what differs."""
+    other = sorted({c for c in given if c not in name}, key=given.index)
+    if not other:
+        return ""
+    named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in other[:3])
+    return f" (spelled with {named}{', …' if len(other) > 3 else ''})"
 
 
 def _changes(before: dict, after: dict, fact) -> list[Change]:

@@ -320,3 +320,13 @@ def test_the_doctor_finds_look_alike_entities_until_a_steward_merges_them(scope,
     assert violation.ids == (str(made[0].pk), str(made[1].pk))
     merge_entities(actor=steward, entity_id=made[1].pk, into_id=made[0].pk, reason="one service")
     assert look_alike_entities(None, 10) == []
+
+
+def test_the_audit_feed_names_the_letters_a_look_alike_was_spelled_with(member, steward):
+    write(member, "PaySvc")
+    write(member, "P\u0430ySvc")
+    client = Client()
+    client.force_login(steward)
+    page = client.get("/audit/", {"action": "resolved-name"}).content.decode()
+    assert "(spelled with U+0430 CYRILLIC SMALL LETTER A) as the entity" in page
+    assert "<bdi>P\u0430ySvc</bdi>" in page
