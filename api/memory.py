@@ -221,6 +221,10 @@ def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
         "candidates": present_facts(result.candidates, at=now),
         "superseded": result.superseded,
         "conflict": result.conflict.pk if result.conflict else None,
+        "look_alikes": [
+            {"role": alike.role, "given": alike.given, "entity": alike.entity_name}
+            for alike in result.look_alikes
+        ],
     }
     return Status(200 if result.status == "reinforced" else 201, body)
 

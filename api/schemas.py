@@ -247,6 +247,12 @@ class FactOut(BaseModel):
     admission: AdmissionOut
 
 
+class LookAlikeOut(BaseModel):
+    role: Literal["subject", "object"]
+    given: str = Field(description="The name as the assertion spelled it.")
+    entity: str = Field(description="The existing entity it resolved to, by its own name.")
+
+
 class AssertOut(BaseModel):
     status: Literal["created", "reinforced", "superseded", "flagged"]
     reason: str | None
@@ -254,6 +260,12 @@ class AssertOut(BaseModel):
     candidates: list[FactOut]
     superseded: list[UUID]
     conflict: UUID | None
+    look_alikes: list[LookAlikeOut] = Field(
+        description=(
+            "Names given that are not an entity's name or alias but look like one (the same"
+            " Unicode confusable skeleton, UTS #39): the fact names that existing entity."
+        )
+    )
 
 
 class InvalidateOut(BaseModel):

@@ -99,6 +99,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.context_processors.console",
             ],
+            # {{ name|bdi }}: text others wrote, isolated (console/templatetags/text_direction.py)
+            "builtins": ["console.templatetags.text_direction"],
         },
     },
 ]

@@ -12,6 +12,7 @@ template renders them. Nothing here writes HTML or reads the database: the
 view looks the page's facts and conflicts up once and passes them in.
 """
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +34,7 @@ ACTION_LABELS = {
     "withdrawn": "Fact withdrawn with its episode",
     "reinstated": "Fact reinstated by a withdrawal",
     "merged-entity": "Entities merged",
+    "resolved-name": "Look-alike name resolved",
     "unmerged-entity": "Entity merge undone",
     "reported-outcome": "Outcome reported",
     "granted-scope": "Scope granted",
@@ -71,6 +73,8 @@ class Value:
     text: str = ""
     time: datetime | None = None
     url: str = ""
+    # Text someone wrote (a name): the page isolates its direction.
+    isolate: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,10 +201,29 @@ def describe(
         words = [Value("Reinstated "), target, Value(": what superseded it was withdrawn")]
     elif action in ("merged-entity", "unmerged-entity"):
         entity = after.get("entity") or before.get("entity") or ""
+        # Each name its own part, isolated on the page.
         if action == "merged-entity":
-            words = [Value(f"Merged “{entity}” into “{after.get('resolves_to', '')}”")]
+            into = after.get("resolves_to", "")
+            words = [
+                Value("Merged “"),
+                Value(entity, isolate=True),
+                Value("” into “"),
+                Value(into, isolate=True),
+                Value("”"),
+            ]
         else:
-            words = [Value(f"Undid the merge of “{entity}”")]
+            words = [Value("Undid the merge of “"), Value(entity, isolate=True), Value("”")]
+    elif action == "resolved-name":
+        words = [
+            Value(f"Took the {after.get('role', 'name')} “"),
+            Value(after.get("given", ""), isolate=True),
+            Value(
+                f"”{_spelled_with(after.get('given', ''), after.get('entity', ''))} as the entity “"
+            ),
+            Value(after.get("entity", ""), isolate=True),
+            Value("”, whose name it looks like, in "),
+            fact(after.get("fact")),
+        ]
     elif action == "reported-outcome":
         words = [Value("Reported accepted work that used "), *facts(after.get("facts") or [])]
     elif action == "made-steward":
@@ -215,6 +238,16 @@ def describe(
 
 
 Change = tuple[str, tuple[Value, ...], tuple[Value, ...]]
+
+
+def _spelled_with(given: str, name: str) -> str:
+    """The letters of a look-alike spelling that the entity's name lacks, named: they
+    render alike, so the sentence says what differs."""
+    other = sorted({c for c in given if c not in name}, key=given.index)
+    if not other:
+        return ""
+    named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in other[:3])
+    return f" (spelled with {named}{', …' if len(other) > 3 else ''})"
 
 
 def _changes(before: dict, after: dict, fact) -> list[Change]:

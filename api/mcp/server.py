@@ -116,7 +116,10 @@ class InvalidateArguments(InvalidateIn):
 
 class AssertAnswer(AssertOut):
     instruction: str | None = Field(
-        description="For a flagged answer: what to do with its candidates."
+        description=(
+            "For a flagged answer: what to do with its candidates; for a name resolved by its"
+            " look (look_alikes): which entity the fact is about."
+        )
     )
 
 
@@ -180,6 +183,20 @@ def _assert(actor, arguments: FactIn) -> dict[str, Any]:
             f" {len(body['candidates'])} standing fact(s), listed in candidates. Show the"
             " candidates to a human side by side and do not pick a winner: the value is"
             f" unknown — disputed until a steward resolves conflict {body['conflict']}."
+        )
+    if body["look_alikes"]:
+        resolved = "; ".join(
+            f"{alike['role']} “{alike['given']}” is the existing entity “{alike['entity']}”"
+            for alike in body["look_alikes"]
+        )
+        instruction = " ".join(
+            part
+            for part in (
+                f"Resolved by look ({resolved}): the spelling given looks like that entity's"
+                " name, so the fact is about it. Use the entity's own name from now on.",
+                instruction,
+            )
+            if part
         )
     return {**body, "instruction": instruction}
 

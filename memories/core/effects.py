@@ -22,6 +22,8 @@ from memories.core.decisions import Decision, Evidence, Rejected, conflict_is_mo
 
 SUPERSEDE_RULE = "write path: supersede"
 MOOT_RULE = "moot: a side is no longer live"
+LOOK_ALIKE_RULE = "names: a look-alike of an entity's name or alias is that entity (UTS #39)"
+LOOK_ALIKE_REASON = "the name given looks like this entity's (same confusable skeleton)"
 MOOT_REASON = "closed by itself: a side of it is no longer live"
 
 SUPERSEDED = "superseded"
@@ -340,6 +342,51 @@ def move_effects(
         for change in written.changes
     )
     return written._replace(changes=changes)
+
+
+class LookAlike(NamedTuple):
+    """A name of an assertion that only its look resolved to an existing entity."""
+
+    role: str  # "subject" or "object"
+    given: str  # the spelling the writer gave
+    entity_id: int
+    entity_name: str  # the entity's own name, which the fact now names
+
+
+def with_look_alikes(
+    effects: Effects,
+    look_alikes: Sequence[LookAlike],
+    *,
+    fact_id: UUID,
+    scope_id: int,
+    actor_id: int | None,
+    at: datetime,
+) -> Effects:
+    """``effects`` with an audit entry for each look-alike name the write resolved.
+
+    ``fact_id`` is the fact the write created, or the one it reinforced.
+    """
+    notes = tuple(
+        AuditNote(
+            at,
+            scope_id,
+            "resolved-name",
+            "entity",
+            str(alike.entity_id),
+            None,
+            {
+                "entity": alike.entity_name,
+                "given": alike.given,
+                "role": alike.role,
+                "fact": str(fact_id),
+            },
+            LOOK_ALIKE_REASON,
+            LOOK_ALIKE_RULE,
+            actor_id,
+        )
+        for alike in look_alikes
+    )
+    return effects._replace(changes=effects.changes + notes) if notes else effects
 
 
 def reinforce_effects(

@@ -15,6 +15,9 @@ The checks, as docs/background.md ("The doctor") defines them:
 - ``moot-conflict``: an open conflict that should have closed by itself
   (``memories.core.decisions.conflict_is_moot``).
 - ``unused-entity``: an entity no fact and no merge record names.
+- ``look-alike-entities``: two entities of a scope whose names look alike (one
+  confusable skeleton), neither merged away: made before look-alike names
+  resolved, or by hand.
 - ``stuck-task``: a task running far too long, or whose worker is gone.
 - ``stale-heartbeat``: a worker that neither stopped nor beats.
 """
@@ -26,6 +29,7 @@ from itertools import combinations, groupby
 from typing import Any
 
 from django.conf import settings
+from django.contrib.postgres.aggregates import ArrayAgg
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, Value, When, Window
 from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
@@ -114,6 +118,7 @@ def record_examination(examination: Examination) -> DoctorRun:
 UNLINKED_VALUES = "unlinked-values"
 MOOT_CONFLICT = "moot-conflict"
 UNUSED_ENTITY = "unused-entity"
+LOOK_ALIKE_ENTITIES = "look-alike-entities"
 
 # How many facts of crowded slots are weighed per read of their conflicts.
 _FACTS_PER_READ = 2_000
@@ -292,6 +297,42 @@ def unused_entities(now: datetime, limit: int) -> list[Violation]:
     ]
 
 
+def look_alike_entities(now: datetime, limit: int) -> list[Violation]:
+    """Entities of one scope with one name skeleton, none of them merged into another.
+
+    A new name that looks like an entity's is that entity
+    (``claimgraph_entity``), so the write path makes no such pair; the ones
+    that exist were made before skeletons were kept (memories 0024), or by
+    hand. Their facts meet no conflict check across them: a steward merges
+    them, or leaves them when they are truly different things.
+    """
+    groups = (
+        Entity.objects.exclude(skeleton="")
+        .filter(~Exists(EntityMerge.objects.in_force().filter(entity_id=OuterRef("pk"))))
+        .values("scope_id", "skeleton")
+        .annotate(count=Count("pk"), ids=ArrayAgg("pk", ordering="pk"))
+        .filter(count__gt=1)
+        .order_by("scope_id", "skeleton")[:limit]
+    )
+    groups = list(groups)
+    names = dict(
+        Entity.objects.filter(pk__in=[pk for g in groups for pk in g["ids"]]).values_list(
+            "pk", "name"
+        )
+    )
+    return [
+        Violation(
+            LOOK_ALIKE_ENTITIES,
+            f"entities {', '.join(repr(names[pk]) for pk in group['ids'])} in scope"
+            f" {group['scope_id']} look alike (one confusable skeleton) and are separate",
+            tuple(str(pk) for pk in group["ids"]),
+            "New writes naming any of them reach the first; merge the others into it"
+            " (console: Entities), or leave them if they are different things.",
+        )
+        for group in groups
+    ]
+
+
 # --- the workers ---------------------------------------------------------------------
 
 STUCK_TASK = "stuck-task"
@@ -384,6 +425,11 @@ STORE_CHECKS = (
 )
 ENTITY_CHECKS = (
     Check(UNUSED_ENTITY, "every entity is named by a fact or a merge", unused_entities),
+    Check(
+        LOOK_ALIKE_ENTITIES,
+        "no two entities of a scope look alike unless one is merged into another",
+        look_alike_entities,
+    ),
 )
 WORKER_CHECKS = (
     Check(STUCK_TASK, "no task runs past its time or outlives its worker", stuck_tasks),

@@ -141,18 +141,19 @@ class Entities:
 
     def restore(self, kind, item, into) -> None:
         if kind == "entity":
-            into.queue(
-                Entity(
-                    id=item["id"],
-                    scope_id=into.scopes[item["scope"]],
-                    name=item["name"],
-                    key=item["key"],
-                    type=item["type"],
-                    aliases=item["aliases"],
-                    alias_keys=item["alias_keys"],
-                    created_at=_time(item["created_at"]),
-                )
+            entity = Entity(
+                id=item["id"],
+                scope_id=into.scopes[item["scope"]],
+                name=item["name"],
+                key=item["key"],
+                type=item["type"],
+                aliases=item["aliases"],
+                alias_keys=item["alias_keys"],
+                created_at=_time(item["created_at"]),
             )
+            # Derived, not exported: a restore computes them with its own ICU.
+            entity.set_skeletons()
+            into.queue(entity)
         else:
             into.queue(
                 EntityMerge(

@@ -54,59 +54,107 @@ CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
 $$;
 
 
--- An entity of a scope by its key, else by an alias (the earliest such
--- entity), else -- with p_create -- a new one named p_name: "looked up by
--- name or alias, created on first mention" (SPEC §1), the one statement of
--- it, for the write path (claimgraph_open_slot below) and every other caller
--- (memories.store.lookups). An exact name wins over an alias, so the answer is
--- deterministic when one entity's name is another's alias. merged_into is
--- the entity it answers as while a steward's merge of it is in force.
--- ON CONFLICT DO NOTHING waits for a concurrent writer inserting the same key
--- and yields to it; the SELECT after it, in a snapshot of its own, sees that
--- writer's row, so concurrent first mentions end with one entity.
+-- An entity of a scope by its key, else by an alias key (the earliest such
+-- entity), else by its look: the earliest entity whose name or an alias has
+-- the name's confusable skeleton p_skeleton (UTS #39, computed in Python by
+-- memories.core.normalize.name_skeleton), else -- with p_create -- a new one
+-- named p_name: "looked up by name or alias, created on first mention" (SPEC
+-- §1), with look-alike spellings taken as the entity they look like (issue
+-- 29), the one statement of it, for the write path (claimgraph_open_slot
+-- below) and every other caller (memories.store.lookups). An exact name wins
+-- over an alias, and both over a look, so the answer is deterministic when
+-- one entity's name is another's alias. merged_into is the entity it answers
+-- as while a steward's merge of it is in force; looked_alike is true when
+-- the entity was found by its look only, which the write reports.
+--
+-- A first mention takes a transaction-scoped advisory lock on the scope and
+-- skeleton and then looks again, so two writers naming look-alike new
+-- entities at once end with one: the second waits for the first to commit
+-- and finds its entity. ON CONFLICT DO NOTHING still yields to a concurrent
+-- inserter of the same key that took no such lock (the import takes it too).
 DROP FUNCTION IF EXISTS claimgraph_entity(bigint, text, text, boolean);
+DROP FUNCTION IF EXISTS claimgraph_entity(bigint, text, text, text, boolean);
 CREATE FUNCTION claimgraph_entity(
-    p_scope_id bigint, p_name text, p_key text, p_create boolean
+    p_scope_id bigint, p_name text, p_key text, p_skeleton text, p_create boolean
 ) RETURNS TABLE (
     id bigint, scope_id bigint, name varchar, key varchar, type varchar,
-    aliases varchar[], alias_keys varchar[], created_at timestamptz, merged_into bigint
+    aliases varchar[], alias_keys varchar[], skeleton text, alias_skeletons text[],
+    created_at timestamptz, merged_into bigint, looked_alike boolean
 ) LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    RETURN QUERY
-        SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-               (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
-          FROM memories_entity e
-         WHERE e.scope_id = p_scope_id AND e.key = p_key;
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    -- MATERIALIZED: with the LIMIT pulled into it, PostgreSQL would walk the
-    -- primary key in id order through every entity when no alias matches
-    -- (the usual case: a new subject) instead of asking the alias index.
-    RETURN QUERY
-        WITH named AS MATERIALIZED (
+    FOR pass IN 1..2 LOOP
+        RETURN QUERY
             SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
-                   e.created_at
+                   e.skeleton, e.alias_skeletons, e.created_at,
+                   (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
+                   false
               FROM memories_entity e
-             WHERE e.scope_id = p_scope_id AND e.alias_keys @> ARRAY[p_key]::varchar[]
-        )
-        SELECT n.id, n.scope_id, n.name, n.key, n.type, n.aliases, n.alias_keys, n.created_at,
-               (SELECT m.into_id FROM claimgraph_merge_in_force(n.scope_id, n.id) AS m)
-          FROM named n
-         ORDER BY n.id
-         LIMIT 1;
-    IF FOUND OR NOT p_create THEN
-        RETURN;
-    END IF;
-    INSERT INTO memories_entity AS e (scope_id, name, key, type, aliases, alias_keys, created_at)
-         VALUES (p_scope_id, p_name, p_key, '', '{}', '{}', now())
+             WHERE e.scope_id = p_scope_id AND e.key = p_key;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        -- MATERIALIZED: with the LIMIT pulled into it, PostgreSQL would walk the
+        -- primary key in id order through every entity when no alias matches
+        -- (the usual case: a new subject) instead of asking the alias index.
+        RETURN QUERY
+            WITH named AS MATERIALIZED (
+                SELECT e.id FROM memories_entity e
+                 WHERE e.scope_id = p_scope_id AND e.alias_keys @> ARRAY[p_key]::varchar[]
+            )
+            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+                   e.skeleton, e.alias_skeletons, e.created_at,
+                   (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
+                   false
+              FROM memories_entity e
+             WHERE e.id = (SELECT min(n.id) FROM named n);
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        -- The same for the look: the name's skeleton (its own index, per
+        -- scope) or an alias's (the GIN index), the earliest entity.
+        RETURN QUERY
+            WITH looks AS MATERIALIZED (
+                SELECT e.id FROM memories_entity e
+                 WHERE e.scope_id = p_scope_id AND e.skeleton = p_skeleton
+                UNION ALL
+                SELECT e.id FROM memories_entity e
+                 WHERE e.scope_id = p_scope_id
+                   AND e.alias_skeletons @> ARRAY[p_skeleton]::text[]
+            )
+            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+                   e.skeleton, e.alias_skeletons, e.created_at,
+                   (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
+                   true
+              FROM memories_entity e
+             WHERE p_skeleton <> '' AND e.id = (SELECT min(l.id) FROM looks l);
+        IF FOUND OR NOT p_create THEN
+            RETURN;
+        END IF;
+        EXIT WHEN pass = 2;
+        PERFORM pg_advisory_xact_lock(claimgraph_entity_lock_id(p_scope_id, p_skeleton));
+    END LOOP;
+    INSERT INTO memories_entity AS e
+           (scope_id, name, key, type, aliases, alias_keys, skeleton, alias_skeletons,
+            created_at)
+         VALUES (p_scope_id, p_name, p_key, '', '{}', '{}', p_skeleton, '{}', now())
     ON CONFLICT ON CONSTRAINT entity_unique_key_in_scope DO NOTHING;
     RETURN QUERY
-        SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-               (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m)
+        SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+               e.skeleton, e.alias_skeletons, e.created_at,
+               (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
+               false
           FROM memories_entity e
          WHERE e.scope_id = p_scope_id AND e.key = p_key;
 END
+$$;
+
+
+-- The lock a first mention of a name takes (claimgraph_entity above, and the
+-- import, memories.write.ingest): one per scope and skeleton.
+CREATE OR REPLACE FUNCTION claimgraph_entity_lock_id(
+    p_scope_id bigint, p_skeleton text
+) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended('claimgraph:entity:' || p_scope_id::text || ':' || p_skeleton, 0)
 $$;
 
 
@@ -120,15 +168,20 @@ $$;
 -- no lock taken: its slot is the other entity's, which the caller locks.
 DROP FUNCTION IF EXISTS claimgraph_open_slot(
     bigint, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
-CREATE OR REPLACE FUNCTION claimgraph_open_slot(
+DROP FUNCTION IF EXISTS claimgraph_open_slot(
+    bigint, text, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
+DROP FUNCTION IF EXISTS claimgraph_open_slot(
+    bigint, text, text, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
+CREATE FUNCTION claimgraph_open_slot(
     p_user_id bigint, p_scope_name text, p_subject_name text, p_subject_key text,
-    p_slot_name text, p_bucket text, p_author_id bigint, p_predicate_id bigint,
+    p_subject_skeleton text, p_slot_name text, p_bucket text, p_author_id bigint, p_predicate_id bigint,
     p_object_kind text, p_object_key text, p_all_values boolean, p_group_ids bigint[]
 ) RETURNS TABLE (
     scope_id bigint, scope_name varchar, scope_description text, scope_created_at timestamptz,
     entity_id bigint, entity_scope_id bigint, entity_name varchar, entity_key varchar,
     entity_type varchar, entity_aliases varchar[], entity_alias_keys varchar[],
-    entity_created_at timestamptz, merged_into bigint, standing jsonb
+    entity_skeleton text, entity_alias_skeletons text[], entity_created_at timestamptz,
+    merged_into bigint, looked_alike boolean, standing jsonb
 ) LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     -- Who may WRITE a scope, its common case: a member. Nothing comes back
@@ -143,11 +196,13 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.created_at,
-           e.merged_into
+    SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.skeleton,
+           e.alias_skeletons, e.created_at, e.merged_into, e.looked_alike
       INTO entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
-           entity_alias_keys, entity_created_at, merged_into
-      FROM claimgraph_entity(scope_id, p_subject_name, p_subject_key, true) AS e;
+           entity_alias_keys, entity_skeleton, entity_alias_skeletons, entity_created_at,
+           merged_into, looked_alike
+      FROM claimgraph_entity(scope_id, p_subject_name, p_subject_key, p_subject_skeleton,
+                             true) AS e;
     IF merged_into IS NULL THEN
         PERFORM pg_advisory_xact_lock(claimgraph_slot_lock_id(scope_id, entity_id, p_slot_name));
         IF p_object_key IS NOT NULL THEN

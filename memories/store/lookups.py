@@ -7,13 +7,13 @@ answers exactly as a missing row does (``NotFound``).
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import psycopg
 from django.db import connection
 
-from memories.core.normalize import value_key
+from memories.core.normalize import name_skeleton, value_key
 from memories.store.errors import NotFound
 from memories.store.models import Conflict, Entity, Fact, Scope
 from memories.store.roles import is_steward_of
@@ -86,46 +86,60 @@ def readable_fact(actor, fact_id: UUID | str) -> Fact:
         raise NotFound("fact") from None
 
 
+class Named(NamedTuple):
+    """The entity a name found, and whether only its look found it."""
+
+    entity: Entity
+    # Found by its confusable skeleton, not by its key or an alias: the name
+    # given is a look-alike spelling of the entity's (memories/core/normalize.py).
+    looked_alike: bool
+
+
 def find_entity(scope: Scope, name: str) -> Entity | None:
-    """The entity named ``name`` (or with it as an alias) in ``scope``, if any."""
-    return _find_entity(scope, value_key(name))
-
-
-def _find_entity(scope: Scope, key: str) -> Entity | None:
+    """The entity named ``name`` (or an alias, or a look-alike of either) in ``scope``, if any."""
     with hot_cursor() as cursor:
-        cursor.execute(_ENTITY_SQL, [scope.pk, None, key, False], prepare=True)
+        cursor.execute(
+            _ENTITY_SQL, [scope.pk, None, value_key(name), name_skeleton(name), False], prepare=True
+        )
         row = cursor.fetchone()
-    return entity_from_row(row)
+    found = named_from_row(row)
+    return found.entity if found else None
 
 
-# By key, else by alias, else (when asked) created: the rule's one statement,
-# in memories/sql/slots.sql. An entity a steward merged into another answers
-# as that other one (memories/sql/merges.sql): following the merge costs a
-# second query only while a merge of it is in force.
-_ENTITY_SQL = "SELECT * FROM claimgraph_entity(%s, %s, %s, %s)"
+# By key, else by alias, else by look, else (when asked) created: the rule's
+# one statement, in memories/sql/slots.sql. An entity a steward merged into
+# another answers as that other one (memories/sql/merges.sql): following the
+# merge costs a second query only while a merge of it is in force.
+_ENTITY_SQL = "SELECT * FROM claimgraph_entity(%s, %s, %s, %s, %s)"
 
 
-def entity_from_row(row: Sequence[Any] | None) -> Entity | None:
+def named_from_row(row: Sequence[Any] | None) -> Named | None:
+    """A row of ``claimgraph_entity``: the entity's columns, merged_into, looked_alike."""
     if row is None or row[0] is None:
         return None
-    *fields, merged_into = row
+    *fields, merged_into, looked_alike = row
     if merged_into is not None:
         # A merge never crosses scopes: the scope ties the read to one shard.
-        return Entity.objects.get(scope_id=fields[1], pk=merged_into)
-    return Entity.from_db(connection.alias, None, fields)
+        return Named(Entity.objects.get(scope_id=fields[1], pk=merged_into), looked_alike)
+    return Named(Entity.from_db(connection.alias, None, fields), looked_alike)
 
 
-def get_or_create_entity(scope: Scope, name: str) -> Entity:
-    """Find by name or alias, else create, safely under concurrent writers.
+def get_or_create_entity(scope: Scope, name: str) -> Named:
+    """Find by name, alias or look, else create, safely under concurrent writers.
 
     ``INSERT … ON CONFLICT DO NOTHING`` waits for a concurrent transaction
-    inserting the same key and then yields to it, so sixteen writers naming a
-    new entity at once end with one row.
+    inserting the same key and then yields to it, and a first mention takes
+    the lock of its skeleton first, so sixteen writers naming a new entity
+    at once, in one spelling or in look-alike ones, end with one row.
     """
     with hot_cursor() as cursor:
-        cursor.execute(_ENTITY_SQL, [scope.pk, name.strip(), value_key(name), True], prepare=True)
+        cursor.execute(
+            _ENTITY_SQL,
+            [scope.pk, name.strip(), value_key(name), name_skeleton(name), True],
+            prepare=True,
+        )
         row = cursor.fetchone()
-    found = entity_from_row(row)
+    found = named_from_row(row)
     assert found is not None, "an entity row, once inserted, is never deleted"
     return found
 

@@ -36,22 +36,25 @@ from memories.core.decisions import (
 )
 from memories.core.effects import (
     Effects,
+    LookAlike,
     MemberState,
     NewFact,
     invalidation_effects,
     move_effects,
     resolution_effects,
+    with_look_alikes,
     write_effects,
 )
-from memories.core.normalize import value_key
+from memories.core.normalize import name_skeleton, value_key
 from memories.core.text import required_reason
 from memories.store.apply import Applied, do_apply
 from memories.store.audit import fact_state, record_audit
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.lookups import (
-    entity_from_row,
+    Named,
     get_or_create_entity,
     hot_cursor,
+    named_from_row,
     readable_fact,
     visible_conflict,
     writable_scope,
@@ -83,6 +86,8 @@ class AssertResult:
     candidates: list[Fact] = field(default_factory=list)
     superseded: list[UUID] = field(default_factory=list)
     conflict: Conflict | None = None
+    # The names given that resolved to an existing entity by their look only.
+    look_alikes: list[LookAlike] = field(default_factory=list)
 
 
 def assert_fact(
@@ -127,7 +132,7 @@ def _pipelined() -> Iterator[None]:
 
 def _open_slot(
     actor: User, assertion: Assertion, vocab: LoadedVocabulary
-) -> tuple[Scope, Entity | None, list[StandingFact] | None]:
+) -> tuple[Scope, Named | None, list[StandingFact] | None]:
     """Authorize, find or create the subject, lock its slot and read it: one round trip.
 
     One call of the SQL function ``claimgraph_open_slot``
@@ -145,12 +150,13 @@ def _open_slot(
     literal = assertion.object_kind == ObjectKind.LITERAL
     with hot_cursor() as cursor:
         cursor.execute(
-            "SELECT * FROM claimgraph_open_slot(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            f"SELECT * FROM claimgraph_open_slot({', '.join(['%s'] * 13)})",
             [
                 actor.pk,
                 assertion.scope,
                 assertion.subject.strip(),
                 value_key(assertion.subject),
+                name_skeleton(assertion.subject),
                 vocab.spec.slot_name(assertion.predicate),
                 *_slot_read_arguments(
                     actor, assertion, vocab, value_key(assertion.object) if literal else None
@@ -163,7 +169,7 @@ def _open_slot(
         return writable_scope(actor, assertion.scope), None, None
     scope = Scope.from_db(connection.alias, None, row[:4])
     *entity_row, standing = row[4:]
-    subject = entity_from_row(entity_row)
+    subject = named_from_row(entity_row)
     if standing is None:
         return scope, subject, None
     if isinstance(standing, str):
@@ -178,14 +184,23 @@ def _do_assert(
     vocab: LoadedVocabulary,
     now: datetime | None,
     *,
-    subject: Entity | None = None,
+    subject: Named | None = None,
     standing: list[StandingFact] | None = None,
 ) -> AssertResult:
-    """Decide the assertion under its slot's lock, then apply the decision's effects."""
-    subject = subject or get_or_create_entity(scope, assertion.subject)
+    """Decide the assertion under its slot's lock, then apply the decision's effects.
+
+    A subject or entity object named by a look-alike of an existing entity's
+    name is that entity (memories/core/normalize.py): the answer lists it in
+    ``look_alikes`` and the audit feed records it with the write.
+    """
+    named = subject or get_or_create_entity(scope, assertion.subject)
+    subject = named.entity
+    look_alikes = _look_alikes("subject", assertion.subject, named)
     object_ref = None
     if assertion.object_kind == ObjectKind.ENTITY:
-        object_ref = get_or_create_entity(scope, assertion.object)
+        named_object = get_or_create_entity(scope, assertion.object)
+        object_ref = named_object.entity
+        look_alikes += _look_alikes("object", assertion.object, named_object)
         object_key = str(object_ref.pk)
     else:
         object_key = value_key(assertion.object)
@@ -214,16 +229,35 @@ def _do_assert(
     )
     conflict_id = uuid4() if decision.status == "flagged" else None
     effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=vocab.source_ids)
+    if look_alikes:
+        reinforced = decision.reinforcement
+        effects = with_look_alikes(
+            effects,
+            look_alikes,
+            fact_id=UUID(str(reinforced.fact_id)) if reinforced else row.id,
+            scope_id=scope.pk,
+            actor_id=actor.pk,
+            at=now,
+        )
     with _pipelined():
         applied = do_apply(effects)
         recompute_on_commit(applied.touched)
     if decision.status == "reinforced":
         assert decision.reinforcement is not None
         fact_id = decision.reinforcement.fact_id
-        return AssertResult("reinforced", Fact.objects.for_display().get(pk=fact_id))
-    return _assert_result(
+        fact = Fact.objects.for_display().get(pk=fact_id)
+        return AssertResult("reinforced", fact, look_alikes=look_alikes)
+    result = _assert_result(
         decision, _fact_in_memory(effects, scope, subject, object_ref, vocab, actor), applied
     )
+    result.look_alikes = look_alikes
+    return result
+
+
+def _look_alikes(role: str, given: str, named: Named) -> list[LookAlike]:
+    if not named.looked_alike:
+        return []
+    return [LookAlike(role, given.strip(), named.entity.pk, named.entity.name)]
 
 
 def do_move_fact(

@@ -13,14 +13,21 @@ batch's copy and writes its end state set-wise, the same rows and entries.
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.conf import settings
 
 from memories.core import decisions
 from memories.core.decisions import Assertion, Evidence, StandingFact
-from memories.core.effects import NewFact, reinforce_effects, write_effects
+from memories.core.effects import (
+    Effects,
+    LookAlike,
+    NewFact,
+    reinforce_effects,
+    with_look_alikes,
+    write_effects,
+)
 from memories.store.apply import ConflictState, FactState, SetApplier, Slots
 from memories.store.lookups import hot_cursor
 from memories.store.models import Conflict, ConflictMember, Fact
@@ -58,6 +65,8 @@ class Line:
     subject_id: int = 0
     object_ref_id: int | None = None
     object_key: str = ""
+    # The names that resolved to an existing entity by their look only.
+    look_alikes: tuple[LookAlike, ...] = ()
 
     # A worker process is sent its lines as plain tuples: pickling the
     # dataclasses costs several times more than building them again.
@@ -71,6 +80,7 @@ class Line:
             self.subject_id,
             self.object_ref_id,
             self.object_key,
+            tuple(tuple(alike) for alike in self.look_alikes),
             a.scope,
             a.subject,
             a.predicate,
@@ -90,9 +100,19 @@ class Line:
 
     @classmethod
     def from_tuple(cls, values: tuple) -> "Line":
-        (number, scope_id, now, subject_id, object_ref_id, object_key, *fields) = values
+        (number, scope_id, now, subject_id, object_ref_id, object_key, alikes, *fields) = values
         fields[13] = tuple(Evidence(ref, quote) for ref, quote in fields[13])
-        return cls(number, Assertion(*fields), scope_id, now, subject_id, object_ref_id, object_key)
+        look_alikes = tuple(LookAlike(*alike) for alike in alikes)
+        return cls(
+            number,
+            Assertion(*fields),
+            scope_id,
+            now,
+            subject_id,
+            object_ref_id,
+            object_key,
+            look_alikes,
+        )
 
 
 def standing_for(slots: Slots, line: Line, vocab: LoadedVocabulary, actor) -> list[StandingFact]:
@@ -314,6 +334,19 @@ class BatchDecider:
         self._taken += 16
         return UUID(bytes=chunk, version=4)
 
+    def _with_look_alikes(self, effects: Effects, line: Line, fact_id: Any) -> Effects:
+        """The line's look-alike names in the audit feed, as the write path records them."""
+        if not line.look_alikes:
+            return effects
+        return with_look_alikes(
+            effects,
+            line.look_alikes,
+            fact_id=UUID(str(fact_id)),
+            scope_id=line.scope_id,
+            actor_id=self.actor_id,
+            at=line.now,
+        )
+
     def decide(self, line: Line) -> LineOutcome:
         a = line.assertion
         now = line.now
@@ -328,7 +361,8 @@ class BatchDecider:
         )
         if decision.status == "reinforced":
             assert decision.reinforcement is not None
-            self.applier.fold(reinforce_effects(decision, now=now, source_ids=self.source_ids))
+            effects = reinforce_effects(decision, now=now, source_ids=self.source_ids)
+            self.applier.fold(self._with_look_alikes(effects, line, decision.reinforcement.fact_id))
             return LineOutcome(
                 line=line.number, status="reinforced", fact_id=decision.reinforcement.fact_id
             )
@@ -355,9 +389,8 @@ class BatchDecider:
             now,
         )
         conflict_id = self._new_id() if decision.status == "flagged" else None
-        self.applier.fold(
-            write_effects(decision, row, conflict_id=conflict_id, source_ids=self.source_ids)
-        )
+        effects = write_effects(decision, row, conflict_id=conflict_id, source_ids=self.source_ids)
+        self.applier.fold(self._with_look_alikes(effects, line, row.id))
         return LineOutcome(
             line=line.number,
             status=decision.status,

@@ -59,7 +59,8 @@ from django.utils import timezone
 
 from memories.core import decisions
 from memories.core.decisions import Rejected
-from memories.core.normalize import value_key
+from memories.core.effects import LookAlike
+from memories.core.normalize import name_skeleton, value_key
 from memories.store.errors import NotFound
 from memories.store.lookups import hot_cursor, writable_scope
 from memories.store.models import Entity, Fact, ObjectKind, Scope
@@ -670,9 +671,10 @@ def _worker(pipe, actor, fixed_start: datetime | None) -> None:
 
 # --- entities ------------------------------------------------------------------------
 
-# The three steps of ``lookups._find_entity`` (name, else alias with the
-# lowest id, then a merge in force, memories/sql/merges.sql), each for a
-# whole batch of keys in one indexed statement.
+# The steps of ``claimgraph_entity`` (memories/sql/slots.sql: name, else alias
+# with the lowest id, else look with the lowest id, then a merge in force,
+# memories/sql/merges.sql), each for a whole batch of keys in one indexed
+# statement.
 _BY_NAME = f"""
 SELECT key, id FROM {Entity._meta.db_table} WHERE scope_id = %s AND key = ANY(%b::varchar[])
 """
@@ -682,15 +684,37 @@ SELECT DISTINCT ON (alias.key) alias.key, e.id
  WHERE e.scope_id = %s AND e.alias_keys && %b::varchar[] AND alias.key = ANY(%b::varchar[])
  ORDER BY alias.key, e.id
 """
+_BY_LOOK = f"""
+SELECT looks.skeleton, min(looks.id) FROM (
+    SELECT e.skeleton, e.id FROM {Entity._meta.db_table} e
+     WHERE e.scope_id = %s AND e.skeleton = ANY(%b::text[])
+    UNION ALL
+    SELECT look.skeleton, e.id
+      FROM {Entity._meta.db_table} e CROSS JOIN LATERAL unnest(e.alias_skeletons) AS look(skeleton)
+     WHERE e.scope_id = %s AND e.alias_skeletons && %b::text[] AND look.skeleton = ANY(%b::text[])
+) AS looks
+ GROUP BY looks.skeleton
+"""
 # Each entity with the one it is merged into, or NULL.
 _MERGED_INTO = """
 SELECT e.id, (SELECT m.into_id FROM claimgraph_merge_in_force(%s, e.id) AS m)
   FROM unnest(%b::bigint[]) AS e(id)
 """
+# A first mention's lock (claimgraph_entity's): taken in one order by every importer.
+_LOCK_LOOKS = """
+SELECT pg_advisory_xact_lock(claimgraph_entity_lock_id(%s, look))
+  FROM unnest(%b::text[]) AS look ORDER BY look
+"""
 
 
 def _resolve_entities(lines: list[Line]) -> list[int]:
-    """Set each line's subject and entity object; return the ids of entities created."""
+    """Set each line's subject and entity object; return the ids of entities created.
+
+    A name that only looks like an entity's name or alias (its skeleton) is
+    that entity, as on the write path, and is noted on its line for the
+    audit feed; among new names of the batch that look alike, the first
+    mention creates the entity and the others resolve to it.
+    """
     # The first mention of a new name gives the entity its spelling, as the
     # first of one-by-one assertions would.
     wanted: dict[int, dict[str, str]] = {}
@@ -702,52 +726,106 @@ def _resolve_entities(lines: list[Line]) -> list[int]:
             names.setdefault(value_key(a.object), a.object.strip())
 
     ids: dict[tuple[int, str], int] = {}
+    looked: set[tuple[int, str]] = set()  # keys found by their look only
     created: list[int] = []
     with hot_cursor() as cursor:
         for scope_id, names in wanted.items():
-            found = _lookup_entities(cursor, scope_id, list(names))
-            missing = sorted(key for key in names if key not in found)
+            looks = {key: name_skeleton(name) for key, name in names.items()}
+            found, by_look = _lookup_entities(cursor, scope_id, list(names), looks)
+            missing = [key for key in names if key not in found]
             if missing:
-                # Sorted, so two imports creating overlapping names take the
+                cursor.execute(_LOCK_LOOKS, [scope_id, sorted({looks[key] for key in missing})])
+                more, more_by_look = _lookup_entities(cursor, scope_id, missing, looks)
+                found.update(more)
+                by_look |= more_by_look
+                # One new entity per look, named by its first mention; sorted
+                # by key, so two imports creating overlapping names take the
                 # unique index's row locks in one order.
-                cursor.execute(
-                    f"""
-                    INSERT INTO {Entity._meta.db_table}
-                        (scope_id, name, key, type, aliases, alias_keys, created_at)
-                    SELECT %s, name, key, '', '{{}}', '{{}}', now()
-                      FROM unnest(%b::varchar[], %b::varchar[]) AS new(name, key)
-                    ON CONFLICT (scope_id, key) DO NOTHING
-                    RETURNING id
-                    """,
-                    [scope_id, [names[key] for key in missing], missing],
-                )
-                created += [row[0] for row in cursor.fetchall()]
-                found.update(_lookup_entities(cursor, scope_id, missing))
+                first_of_look: dict[str, str] = {}
+                for key in names:
+                    if key not in found:
+                        first_of_look.setdefault(looks[key], key)
+                new = sorted(first_of_look.values())
+                if new:
+                    cursor.execute(
+                        f"""
+                        INSERT INTO {Entity._meta.db_table}
+                            (scope_id, name, key, type, aliases, alias_keys, skeleton,
+                             alias_skeletons, created_at)
+                        SELECT %s, name, key, '', '{{}}', '{{}}', look, '{{}}', now()
+                          FROM unnest(%b::varchar[], %b::varchar[], %b::text[])
+                               AS new(name, key, look)
+                        ON CONFLICT (scope_id, key) DO NOTHING
+                        RETURNING id
+                        """,
+                        [scope_id, [names[key] for key in new], new, [looks[key] for key in new]],
+                    )
+                    created += [row[0] for row in cursor.fetchall()]
+                    more, more_by_look = _lookup_entities(
+                        cursor, scope_id, [key for key in names if key not in found], looks
+                    )
+                    found.update(more)
+                    by_look |= more_by_look
             ids.update({(scope_id, key): entity for key, entity in found.items()})
+            looked.update((scope_id, key) for key in by_look)
 
+    entity_names = (
+        dict(Entity.objects.filter(pk__in={ids[k] for k in looked}).values_list("pk", "name"))
+        if looked
+        else {}
+    )
     for line in lines:
         a = line.assertion
-        line.subject_id = ids[(line.scope_id, value_key(a.subject))]
+        alikes = []
+        subject_key = (line.scope_id, value_key(a.subject))
+        line.subject_id = ids[subject_key]
+        if subject_key in looked:
+            alikes.append(
+                LookAlike(
+                    "subject", a.subject.strip(), line.subject_id, entity_names[line.subject_id]
+                )
+            )
         if a.object_kind == ObjectKind.ENTITY:
-            line.object_ref_id = ids[(line.scope_id, value_key(a.object))]
+            object_key = (line.scope_id, value_key(a.object))
+            line.object_ref_id = ids[object_key]
             line.object_key = str(line.object_ref_id)
+            if object_key in looked:
+                alikes.append(
+                    LookAlike(
+                        "object",
+                        a.object.strip(),
+                        line.object_ref_id,
+                        entity_names[line.object_ref_id],
+                    )
+                )
         else:
             line.object_key = value_key(a.object)
+        line.look_alikes = tuple(alikes)
     return created
 
 
-def _lookup_entities(cursor, scope_id: int, keys: list[str]) -> dict[str, int]:
+def _lookup_entities(
+    cursor, scope_id: int, keys: list[str], looks: dict[str, str]
+) -> tuple[dict[str, int], set[str]]:
+    """The entities the keys name (by name, alias, then look), and the keys found by look."""
     cursor.execute(_BY_NAME, [scope_id, keys])
     found = dict(cursor.fetchall())
     by_alias = [key for key in keys if key not in found]
     if by_alias:
         cursor.execute(_BY_ALIAS, [scope_id, by_alias, by_alias])
         found.update(cursor.fetchall())
+    by_look = {key for key in keys if key not in found}
+    if by_look:
+        wanted = sorted({looks[key] for key in by_look})
+        cursor.execute(_BY_LOOK, [scope_id, wanted, scope_id, wanted, wanted])
+        entity_of_look = dict(cursor.fetchall())
+        by_look = {key for key in by_look if looks[key] in entity_of_look}
+        found.update({key: entity_of_look[looks[key]] for key in by_look})
     if found:
         cursor.execute(_MERGED_INTO, [scope_id, sorted(set(found.values()))])
         merged = dict(cursor.fetchall())
         found = {key: merged[entity] or entity for key, entity in found.items()}
-    return found
+    return found, by_look
 
 
 def _drop_unused_entities(created: list[int]) -> None:

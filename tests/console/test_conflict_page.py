@@ -40,7 +40,7 @@ def test_queue_and_page_say_the_kind_in_words_and_both_sides(as_steward, world):
     page = as_steward.get(reverse("conflict", args=[world.conflict.pk])).content.decode()
     assert kind_explanation("commitment") in page
     assert "core/decided-against and core/prefers exclude each other" in page
-    assert '<span class="predicate">core/decided-against</span> GraphQL</span>' in page
+    assert '<span class="predicate">core/decided-against</span> <bdi>GraphQL</bdi></span>' in page
 
 
 def test_the_fields_that_differ_are_marked_and_those_that_agree_are_not(as_steward, world):

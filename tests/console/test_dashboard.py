@@ -53,12 +53,13 @@ def test_the_dashboard_lists_the_viewers_own_actions_in_words_with_links(
 
     page = signed_in(steward).get(reverse("dashboard")).text
     assert (
-        f'Admitted <a href="{reverse("fact", args=[fact.pk])}">shoply core/uses Redis</a>' in page
+        f'Admitted <a href="{reverse("fact", args=[fact.pk])}">'
+        "<bdi>shoply core/uses Redis</bdi></a>" in page
     )
     conflict_url = reverse("conflict", args=[world.conflict.pk])
     assert (
-        f'Dismissed <a href="{conflict_url}">the conflict on api-layer core/prefers</a> as a false'
-        in page
+        f'Dismissed <a href="{conflict_url}"><bdi>the conflict on api-layer core/prefers</bdi></a>'
+        " as a false" in page
     )
     assert page.index("Dismissed <a") < page.index("Admitted <a")  # newest first
     assert "Rejected" not in page  # another steward's action
@@ -78,7 +79,10 @@ def test_a_member_sees_no_withdrawal_link_and_a_steward_does(
     assert "Withdraw an episode…" not in as_member.get(reverse("dashboard")).text
     assert "Withdraw an episode…" in as_steward.get(reverse("dashboard")).text
     own = as_member.get(reverse("dashboard")).text
-    assert "Opened " in own and ">the conflict on api-layer core/prefers</a> (commitment)" in own
+    assert (
+        "Opened " in own
+        and "><bdi>the conflict on api-layer core/prefers</bdi></a> (commitment)" in own
+    )
     assert "You have not acted yet" in as_outsider.get(reverse("dashboard")).text
 
 

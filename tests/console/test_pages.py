@@ -69,8 +69,8 @@ def test_dashboard_counts_each_queue_in_the_viewers_scopes(as_steward, as_outsid
 def test_conflict_queue_lists_subject_predicate_and_objects_linking_by_subject(as_member, world):
     page = as_member.get(reverse("conflicts")).content.decode()
     link = reverse("conflict", args=[world.conflict.pk])
-    assert f'href="{link}"><span class="subject">api-layer</span>: ' in page
-    assert '<span class="predicate">core/prefers</span> GraphQL</span></a>' in page
+    assert f'href="{link}"><span class="subject"><bdi>api-layer</bdi></span>: ' in page
+    assert '<span class="predicate">core/prefers</span> <bdi>GraphQL</bdi></span></a>' in page
 
 
 def test_conflict_queue_filters_by_state_kind_and_scope_in_each_states_order(
@@ -128,7 +128,7 @@ def test_conflict_queue_escapes_candidates_objects(as_steward, steward, member, 
     write(member, "ui", "core/prefers", '<b>"Fun" & games</b>', "session-log")
     page = as_steward.get(reverse("conflicts")).content.decode()
     assert "<b>" not in page
-    assert "</span> &lt;b&gt;&quot;Fun&quot; &amp; games&lt;/b&gt;</span>" in page
+    assert "</span> <bdi>&lt;b&gt;&quot;Fun&quot; &amp; games&lt;/b&gt;</bdi></span>" in page
 
 
 def test_conflict_page_shows_candidates_in_recorded_order_with_no_recommendation(as_steward, world):
@@ -188,7 +188,7 @@ def test_search_matches_subject_names_and_results_link_by_object(as_member, worl
     page = response.content.decode()
     assert {f.subject.name for f in response.context["page"]} == {"shoply"}
     link = reverse("fact", args=[world.candidates[0].pk])
-    assert f'href="{link}">Redis</a>' in page
+    assert f'href="{link}"><bdi>Redis</bdi></a>' in page
 
 
 @pytest.mark.parametrize(

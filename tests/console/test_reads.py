@@ -89,9 +89,9 @@ def test_fact_page_shows_the_whole_supersession_chain_oldest_first(as_steward, s
         chain = as_steward.get(reverse("fact", args=[fact.pk])).context["chain"]
         assert [link.pk for link in chain] == ids
     page = as_steward.get(reverse("fact", args=[ids[1]])).content.decode()
-    assert f'<a href="{reverse("fact", args=[ids[0]])}">1.0</a>' in page
-    assert "2.0 (this fact)" in page
-    assert f'<a href="{reverse("fact", args=[ids[2]])}">3.0</a>' in page
+    assert f'<a href="{reverse("fact", args=[ids[0]])}"><bdi>1.0</bdi></a>' in page
+    assert "<bdi>2.0</bdi> (this fact)" in page
+    assert f'<a href="{reverse("fact", args=[ids[2]])}"><bdi>3.0</bdi></a>' in page
 
 
 def test_fact_page_chain_stops_at_its_limit_each_way(as_steward, steward, monkeypatch):

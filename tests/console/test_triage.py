@@ -264,9 +264,12 @@ def test_the_audit_feed_reads_a_kept_candidate_as_words_with_links(as_steward, s
         reason="the ADR stands",
     )
     page = as_steward.get(reverse("audit"), {"action": "resolved-conflict"}).content.decode()
-    decided = f'<a href="/facts/{world.decided.pk}/">api-layer core/decided-against GraphQL</a>'
+    decided = (
+        f'<a href="/facts/{world.decided.pk}/">'
+        "<bdi>api-layer core/decided-against GraphQL</bdi></a>"
+    )
     assert f"Kept candidate {decided} in " in page
-    assert f'<a href="/conflicts/{world.conflict.pk}/">the conflict on api-layer' in page
+    assert f'<a href="/conflicts/{world.conflict.pk}/"><bdi>the conflict on api-layer' in page
     assert f'ended <a href="/facts/{world.newcomer.pk}/">' in page
     assert 'Resolution: <span class="from">none</span> → <span class="to">kept one side' in page
     assert "kept: " not in page and str(world.decided.pk)[:8] + "…" not in page
@@ -275,7 +278,9 @@ def test_the_audit_feed_reads_a_kept_candidate_as_words_with_links(as_steward, s
 
 def test_the_audit_feed_reads_a_verdict_and_its_status_change(as_steward, world):
     page = as_steward.get(reverse("audit"), {"action": "recorded-verdict"}).content.decode()
-    admitted = f'<a href="/facts/{world.admitted.pk}/">AuthService core/has-version 2.0.0</a>'
+    admitted = (
+        f'<a href="/facts/{world.admitted.pk}/"><bdi>AuthService core/has-version 2.0.0</bdi></a>'
+    )
     assert f"Admitted {admitted}" in page
     assert 'Status: <span class="from">candidate</span> → <span class="to">admitted</span>' in page
 

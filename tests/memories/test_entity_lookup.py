@@ -31,7 +31,7 @@ def test_looking_up_a_new_name_reads_no_other_entity_however_many_the_scope_hold
         assert find_entity(scope, "no such name") is None
         assert _entity_rows_read() - before < 10
     before = _entity_rows_read()
-    created = get_or_create_entity(scope, "Brand new")
+    created = get_or_create_entity(scope, "Brand new").entity
     assert _entity_rows_read() - before < 10
     assert created.name == "Brand new"
 

@@ -4,8 +4,9 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.db.models import Value
 
-from memories.core.normalize import value_key
+from memories.core.normalize import name_skeleton, value_key
 from memories.store.roles import readable_scope_ids
 
 
@@ -50,6 +51,15 @@ class Entity(models.Model):
     alias_keys = ArrayField(
         models.CharField(max_length=500), default=list, blank=True, editable=False
     )
+    # The confusable skeletons (memories/core/normalize.py name_skeleton) of the
+    # name and of the aliases: a new name that only looks like one of them
+    # resolves to this entity (memories/sql/slots.sql claimgraph_entity).
+    # Kept by every writer, as the keys are; a row written without them (raw
+    # SQL, a benchmark's COPY) is simply never found by its look.
+    skeleton = models.TextField(editable=False, db_default="")
+    alias_skeletons = ArrayField(
+        models.TextField(), default=list, blank=True, editable=False, db_default=Value([])
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -60,7 +70,13 @@ class Entity(models.Model):
         ]
         # fastupdate off: a pending list would make every lookup by alias scan
         # each entity added since the last vacuum (one per new subject).
-        indexes = [GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin", fastupdate=False)]
+        indexes = [
+            GinIndex(fields=["alias_keys"], name="entity_alias_keys_gin", fastupdate=False),
+            models.Index(fields=["scope", "skeleton"], name="entity_skeleton_in_scope"),
+            GinIndex(
+                fields=["alias_skeletons"], name="entity_alias_skeletons_gin", fastupdate=False
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -69,3 +85,11 @@ class Entity(models.Model):
         """Derive the comparison keys from the name and aliases (called by the writers)."""
         self.key = value_key(self.name)
         self.alias_keys = sorted({value_key(alias) for alias in self.aliases} - {self.key})
+        self.set_skeletons()
+
+    def set_skeletons(self) -> None:
+        """Derive the confusable skeletons from the name and aliases."""
+        self.skeleton = name_skeleton(self.name)
+        self.alias_skeletons = sorted(
+            {name_skeleton(alias) for alias in self.aliases} - {self.skeleton}
+        )
