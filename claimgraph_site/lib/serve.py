@@ -69,6 +69,11 @@ def services(options: argparse.Namespace) -> list[Command]:
         "127.0.0.1",
         "--port",
         str(options.port),
+        # The same connection deadlines as production (gunicorn.conf.py).
+        "--http",
+        "claimgraph_site.lib.http_protocol:HeaderDeadlineProtocol",
+        "--timeout-keep-alive",
+        os.environ.get("CLAIMGRAPH_KEEPALIVE_SECONDS", "30"),
     ]
     if options.reload:
         web.append("--reload")
