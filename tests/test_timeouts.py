@@ -8,6 +8,7 @@ request that waits on a lock held by another connection answers 503
 commands (the task worker among them) run without those bounds.
 """
 
+import json
 import socket
 import subprocess
 import sys
@@ -97,6 +98,13 @@ def test_an_idle_keep_alive_connection_is_closed_after_its_answer(server: int):
         assert _seconds_until_closed(sock, BOUND_SECONDS + 10) < BOUND_SECONDS + 5
 
 
+def _json_rpc_result(answer: httpx2.Response) -> dict:
+    text = answer.text
+    if answer.headers["content-type"].startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    return json.loads(text)["result"]
+
+
 def _other_connection() -> psycopg.Connection:
     database = connection.settings_dict
     return psycopg.connect(
@@ -132,12 +140,31 @@ def test_a_web_request_waiting_on_a_lock_answers_503_database_busy_and_writes_no
         started = time.monotonic()
         answer = client.post(f"http://127.0.0.1:{server}/api/v1/facts", json=body)
         waited = time.monotonic() - started
+        # The same over MCP: the tool's answer is the error, in the JSON API's shape.
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "assert_fact", "arguments": body},
+        }
+        over_mcp = client.post(
+            f"http://127.0.0.1:{server}/mcp/",
+            json=call,
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18",
+            },
+        )
         holder.rollback()
     assert answer.status_code == 503, answer.text
     assert answer.json()["code"] == "database_busy"
     assert "nothing written" in answer.json()["message"]
     assert answer.headers["Retry-After"]
     assert waited < 10
+    assert over_mcp.status_code == 200, over_mcp.text
+    result = _json_rpc_result(over_mcp)
+    assert result["isError"] is True
+    assert result["structuredContent"]["code"] == "database_busy"
     assert not Fact.objects.filter(scope=scope).exists()
 
 
