@@ -18,10 +18,12 @@ from pathlib import Path
 import httpx2
 import psycopg
 import pytest
+from django.contrib.auth.models import Group
 from django.db import connection
 
 from accounts.actions import issue_token
 from memories.store.models import Fact, Scope
+from memories.store.roles import STEWARDS_GROUP
 from tests.conftest import make_user
 from tests.deadlines import wait_until
 from tests.processes import (
@@ -189,3 +191,24 @@ def test_management_commands_and_the_worker_run_without_the_web_bounds(setting: 
         check=True,
     )
     assert shown.stdout.split()[-1] == "0"
+
+
+def test_a_console_page_waiting_on_a_lock_is_the_plain_503_page(client):
+    steward = make_user("waiting-steward")
+    steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+    client.force_login(steward)
+    with connection.cursor() as cursor:
+        # What the served process sets on each connection (the settings).
+        cursor.execute("SET lock_timeout = '300ms'")
+    try:
+        with _other_connection() as holder:
+            holder.execute(f'LOCK TABLE "{Fact._meta.db_table}" IN ACCESS EXCLUSIVE MODE')
+            answer = client.get("/")
+            holder.rollback()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    assert answer.status_code == 503
+    assert answer["Retry-After"]
+    assert b"too busy" in answer.content
+    assert answer["Content-Type"].startswith("text/html")
