@@ -11,6 +11,8 @@ default 127.0.0.1:8000), and ``WEB_CONCURRENCY`` or ``--workers``.
 import multiprocessing
 import os
 
+from claimgraph_site.lib.http_protocol import keepalive_seconds
+
 wsgi_app = "claimgraph_site.asgi:application"
 # uvicorn's worker with a deadline on each request's headers
 # (CLAIMGRAPH_HEADER_TIMEOUT_SECONDS, default 20 s): claimgraph_site/lib/http_protocol.py.
@@ -23,6 +25,6 @@ worker_class = "claimgraph_site.lib.http_protocol.Worker"
 # gunicorn's documentation suggests, plus one.
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
 # An idle keep-alive connection is closed after this many seconds.
-keepalive = int(os.environ.get("CLAIMGRAPH_KEEPALIVE_SECONDS", "30"))
+keepalive = keepalive_seconds()
 # Time for a worker to finish what it is answering after SIGTERM.
 graceful_timeout = 30

@@ -22,6 +22,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 
 from accounts.actions import issue_token
+from claimgraph_site.lib import http_protocol
 from memories.store.models import Fact, Scope
 from memories.store.roles import STEWARDS_GROUP
 from tests.conftest import make_user
@@ -105,6 +106,21 @@ def _json_rpc_result(answer: httpx2.Response) -> dict:
     if answer.headers["content-type"].startswith("text/event-stream"):
         text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
     return json.loads(text)["result"]
+
+
+def test_a_request_uvicorn_cannot_parse_gets_its_400_with_the_security_headers(server: int):
+    with socket.create_connection(("127.0.0.1", server)) as sock:
+        sock.sendall(b"GET /\x01 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        sock.settimeout(10)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head = answer.split(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 400")
+    assert b"x-content-type-options: nosniff" in head
+    assert b"x-frame-options: deny" in head
+    assert b"content-security-policy: default-src 'none'" in head
+    assert b"cache-control: no-store" in head
 
 
 def _other_connection() -> psycopg.Connection:
@@ -212,3 +228,10 @@ def test_a_console_page_waiting_on_a_lock_is_the_plain_503_page(client):
     assert answer["Retry-After"]
     assert b"too busy" in answer.content
     assert answer["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-3"])
+def test_a_bad_connection_bound_is_refused_by_name(monkeypatch, value: str):
+    monkeypatch.setenv("CLAIMGRAPH_KEEPALIVE_SECONDS", value)
+    with pytest.raises(ValueError, match="CLAIMGRAPH_KEEPALIVE_SECONDS"):
+        http_protocol.keepalive_seconds()

@@ -10,6 +10,10 @@ complete, and closes the connection if it fires first. The body is not
 bounded here: an upload may take its time, and the request's size limits
 apply (claimgraph_site/request_limits.py).
 
+It also gives uvicorn's own answer to a request it cannot parse (a 400
+before any application runs) the security headers every other answer
+carries.
+
 ``CLAIMGRAPH_HEADER_TIMEOUT_SECONDS`` sets the bound (default 20 s).
 Used by the gunicorn worker (``claimgraph_site.lib.http_protocol.Worker``,
 gunicorn.conf.py) and by ``make run`` (``uvicorn --http``).
@@ -22,21 +26,40 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn_worker import UvicornWorker
 
 DEFAULT_HEADER_TIMEOUT_SECONDS = 20.0
+# The headers of the site's refusals that need no settings to be right for a
+# plain-text answer (claimgraph_site.settings and api/mcp/http.py set the same).
+UNPARSEABLE_HEADERS = (
+    b"x-content-type-options: nosniff\r\n"
+    b"x-frame-options: DENY\r\n"
+    b"content-security-policy: default-src 'none'\r\n"
+    b"referrer-policy: same-origin\r\n"
+    b"cache-control: no-store\r\n"
+)
 
 
-def header_timeout_seconds() -> float:
-    raw = os.environ.get("CLAIMGRAPH_HEADER_TIMEOUT_SECONDS", "").strip()
+DEFAULT_KEEPALIVE_SECONDS = 30
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_HEADER_TIMEOUT_SECONDS
+        return default
     try:
         seconds = float(raw)
     except ValueError:
-        raise ValueError(
-            f"CLAIMGRAPH_HEADER_TIMEOUT_SECONDS must be a number of seconds, not {raw!r}"
-        ) from None
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
     if seconds <= 0:
-        raise ValueError(f"CLAIMGRAPH_HEADER_TIMEOUT_SECONDS must be above 0, not {raw!r}")
+        raise ValueError(f"{name} must be above 0, not {raw!r}")
     return seconds
+
+
+def header_timeout_seconds() -> float:
+    return _seconds("CLAIMGRAPH_HEADER_TIMEOUT_SECONDS", DEFAULT_HEADER_TIMEOUT_SECONDS)
+
+
+def keepalive_seconds() -> int:
+    """``CLAIMGRAPH_KEEPALIVE_SECONDS``, whole seconds as gunicorn's ``keepalive`` takes them."""
+    return max(1, round(_seconds("CLAIMGRAPH_KEEPALIVE_SECONDS", DEFAULT_KEEPALIVE_SECONDS)))
 
 
 class HeaderDeadlineProtocol(HttpToolsProtocol):
@@ -61,6 +84,19 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_header_deadline()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        body = msg.encode("ascii", "replace")
+        self.transport.write(
+            b"HTTP/1.1 400 Bad Request\r\n"
+            + UNPARSEABLE_HEADERS
+            + b"content-type: text/plain; charset=utf-8\r\n"
+            + b"content-length: "
+            + str(len(body)).encode("ascii")
+            + b"\r\nconnection: close\r\n\r\n"
+            + body
+        )
+        self.transport.close()
 
     def _start_header_deadline(self) -> None:
         self._stop_header_deadline()

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import FrameType
 
 from claimgraph_site.lib import embedded_db
+from claimgraph_site.lib.http_protocol import keepalive_seconds
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GRACE_SECONDS = 10.0
@@ -73,7 +74,7 @@ def services(options: argparse.Namespace) -> list[Command]:
         "--http",
         "claimgraph_site.lib.http_protocol:HeaderDeadlineProtocol",
         "--timeout-keep-alive",
-        os.environ.get("CLAIMGRAPH_KEEPALIVE_SECONDS", "30"),
+        str(keepalive_seconds()),
     ]
     if options.reload:
         web.append("--reload")
