@@ -8,6 +8,7 @@ request that waits on a lock held by another connection answers 503
 commands (the task worker among them) run without those bounds.
 """
 
+import argparse
 import json
 import socket
 import subprocess
@@ -22,7 +23,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 
 from accounts.actions import issue_token
-from claimgraph_site.lib import http_protocol
+from claimgraph_site.lib import http_protocol, serve
 from memories.store.models import Fact, Scope
 from memories.store.roles import STEWARDS_GROUP
 from tests.conftest import make_user
@@ -235,3 +236,13 @@ def test_a_bad_connection_bound_is_refused_by_name(monkeypatch, value: str):
     monkeypatch.setenv("CLAIMGRAPH_KEEPALIVE_SECONDS", value)
     with pytest.raises(ValueError, match="CLAIMGRAPH_KEEPALIVE_SECONDS"):
         http_protocol.keepalive_seconds()
+
+
+def test_make_run_serves_with_the_same_connection_bounds(monkeypatch):
+    monkeypatch.setenv("CLAIMGRAPH_KEEPALIVE_SECONDS", "7")
+    options = argparse.Namespace(port=8000, reload=False, demo=False)
+    web = next(command for command in serve.services(options) if command.name == "web server")
+    assert web.argv[web.argv.index("--http") + 1] == (
+        "claimgraph_site.lib.http_protocol:HeaderDeadlineProtocol"
+    )
+    assert web.argv[web.argv.index("--timeout-keep-alive") + 1] == "7"
