@@ -11,8 +11,12 @@ default 127.0.0.1:8000), and ``WEB_CONCURRENCY`` or ``--workers``.
 import multiprocessing
 import os
 
+from claimgraph_site.lib.http_protocol import keepalive_seconds
+
 wsgi_app = "claimgraph_site.asgi:application"
-worker_class = "uvicorn_worker.UvicornWorker"
+# uvicorn's worker with a deadline on each request's headers
+# (CLAIMGRAPH_HEADER_TIMEOUT_SECONDS, default 20 s): claimgraph_site/lib/http_protocol.py.
+worker_class = "claimgraph_site.lib.http_protocol.Worker"
 # Under ASGI Django runs each request's synchronous view in a thread of that
 # request's own (a ThreadSensitiveContext per request; MCP's calls do the same,
 # api/mcp/http.py), so one worker serves many requests at once and a request
@@ -20,6 +24,7 @@ worker_class = "uvicorn_worker.UvicornWorker"
 # process, though, so CPU work is spread over workers: two per core, as
 # gunicorn's documentation suggests, plus one.
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
-keepalive = 30
+# An idle keep-alive connection is closed after this many seconds.
+keepalive = keepalive_seconds()
 # Time for a worker to finish what it is answering after SIGTERM.
 graceful_timeout = 30

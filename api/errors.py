@@ -30,11 +30,11 @@ from api.schemas import EvidenceItem
 from memories.store.errors import (
     OUTAGE_ERRORS,
     RETRY_AFTER_SECONDS,
-    UNAVAILABLE_MESSAGE,
     Forbidden,
     NotFound,
     Rejected,
     StateConflict,
+    outage_code,
 )
 
 logger = logging.getLogger("claimgraph_site.outages")
@@ -180,13 +180,14 @@ def server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
     return response
 
 
-def unavailable_answer(request: HttpRequest) -> HttpResponse:
+def unavailable_answer(request: HttpRequest, exc: BaseException | None = None) -> HttpResponse:
     """The database unreachable: 503 "unavailable" with Retry-After, never cached.
 
     Also what the site's outage middleware answers under /api/v1/ for an
     outage raised outside an operation (claimgraph_site.outages).
     """
-    response = error(request, 503, "unavailable", UNAVAILABLE_MESSAGE)
+    code, message = outage_code(exc)
+    response = error(request, 503, code, message)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     response["Cache-Control"] = "no-store"
     return response
@@ -202,7 +203,7 @@ def unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
         type(exc).__name__,
         str(exc).strip(),
     )
-    return unavailable_answer(request)
+    return unavailable_answer(request, exc)
 
 
 # Each exception's answer. django-ninja picks the handler of the nearest

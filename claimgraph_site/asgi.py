@@ -13,6 +13,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "claimgraph_site.settings")
 # Database connections from a pool per process: see the settings.
 os.environ.setdefault("CLAIMGRAPH_DATABASE_POOL", "1")
+# A web request's statements and lock waits are bounded: see the settings.
+os.environ.setdefault("CLAIMGRAPH_WEB_DATABASE_TIMEOUTS", "1")
 django_application = get_asgi_application()
 
 from asgiref.sync import sync_to_async  # noqa: E402

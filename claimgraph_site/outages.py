@@ -41,7 +41,7 @@ from django.utils.csp import CSP, build_policy
 
 from api import API_PREFIX
 from api.errors import unavailable_answer
-from memories.store.errors import OUTAGE_ERRORS, RETRY_AFTER_SECONDS
+from memories.store.errors import OUTAGE_ERRORS, RETRY_AFTER_SECONDS, outage_code
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +66,10 @@ def unavailable(request: HttpRequest, exception: BaseException) -> HttpResponse:
         str(exception).strip(),
     )
     if request.path_info.startswith(API_PREFIX):
-        response: HttpResponse = unavailable_answer(request)
+        response: HttpResponse = unavailable_answer(request, exception)
     else:
-        page = render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS})
+        busy = outage_code(exception)[0] == "database_busy"
+        page = render_to_string("503.html", {"retry_after": RETRY_AFTER_SECONDS, "busy": busy})
         response = HttpResponse(page, status=503)
         # The page has no script, so the site's policy without a nonce; set
         # here because a 503 that replaces a 500 passes no inner middleware.

@@ -131,6 +131,19 @@ DATABASES["default"].setdefault("OPTIONS", {}).setdefault("prepare_threshold", 2
 # during a request is closed when the request ends (Django's own rule), so
 # either way the next request connects afresh (claimgraph_site/outages.py).
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A web request never waits long on the database: a statement is cancelled
+# after CLAIMGRAPH_STATEMENT_TIMEOUT_MS, a wait for a lock after
+# CLAIMGRAPH_LOCK_TIMEOUT_MS, and the request answers 503 "database_busy"
+# (claimgraph_site/outages.py), its transaction rolled back. Only in the
+# served process (claimgraph_site.asgi turns this on): the task worker and
+# management commands (migrate among them) may wait as long as they need.
+if env_bool("CLAIMGRAPH_WEB_DATABASE_TIMEOUTS", False):
+    _timeouts = (
+        f"-c statement_timeout={env_int('CLAIMGRAPH_STATEMENT_TIMEOUT_MS', 5000, minimum=1)}"
+        f" -c lock_timeout={env_int('CLAIMGRAPH_LOCK_TIMEOUT_MS', 2000, minimum=1)}"
+    )
+    _options = DATABASES["default"]["OPTIONS"]
+    _options["options"] = f"{_options.get('options', '')} {_timeouts}".strip()
 # Under ASGI Django answers each request in a thread of its own, so a
 # persistent connection per thread would be a new connection per request,
 # each kept open for CONN_MAX_AGE. A process serving ASGI (claimgraph_site.asgi

@@ -45,6 +45,7 @@ from accounts.models import ApiToken
 from accounts.tokens import token_for_secret
 from api.mcp.server import Caller, build_server
 from api.mcp.wire import invalid_request, parsed, refusal_json
+from memories.store.errors import outage_code
 
 # Tokens are issued by claimgraph itself (the account page, `issue_token`),
 # not by an OAuth server. The SDK's auth settings require an issuer; with no
@@ -288,12 +289,11 @@ class SiteGuard:
     async def _serve(self, scope: Scope, receive: Receive, send: Send, started) -> None:
         try:
             await self.app(scope, receive, send)
-        except DatabaseError:
+        except DatabaseError as exc:
             if started():
                 raise
-            unavailable = _error(
-                503, "unavailable", "the database cannot be reached; try again", **RETRY_AFTER
-            )
+            code, message = outage_code(exc)
+            unavailable = _error(503, code, message, **RETRY_AFTER)
             await unavailable(scope, receive, send)
         finally:
             await _request_finished()

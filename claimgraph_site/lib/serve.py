@@ -36,6 +36,7 @@ from pathlib import Path
 from types import FrameType
 
 from claimgraph_site.lib import embedded_db
+from claimgraph_site.lib.http_protocol import keepalive_seconds
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 GRACE_SECONDS = 10.0
@@ -69,6 +70,11 @@ def services(options: argparse.Namespace) -> list[Command]:
         "127.0.0.1",
         "--port",
         str(options.port),
+        # The same connection deadlines as production (gunicorn.conf.py).
+        "--http",
+        "claimgraph_site.lib.http_protocol:HeaderDeadlineProtocol",
+        "--timeout-keep-alive",
+        str(keepalive_seconds()),
     ]
     if options.reload:
         web.append("--reload")

@@ -47,7 +47,29 @@ UNAVAILABLE_MESSAGE = (
     f"the database cannot be reached just now; try again in {RETRY_AFTER_SECONDS} s"
 )
 
+# Of those, the database busy rather than gone: a statement cancelled by
+# statement_timeout (57014) or a lock not granted within lock_timeout (55P03),
+# the bounds a web request runs under (settings). Same 503, its own code.
+BUSY_SQLSTATES = frozenset({"57014", "55P03"})
+BUSY_MESSAGE = (
+    f"the database is busy and the request was cancelled, nothing written; "
+    f"try again in {RETRY_AFTER_SECONDS} s"
+)
+
+
+def outage_code(exception: BaseException | None) -> tuple[str, str]:
+    """The code and message of the 503 that answers ``exception``, an outage error."""
+    cause = exception
+    while cause is not None:
+        if getattr(cause, "sqlstate", None) in BUSY_SQLSTATES:
+            return "database_busy", BUSY_MESSAGE
+        cause = cause.__cause__
+    return "unavailable", UNAVAILABLE_MESSAGE
+
+
 __all__ = [
+    "BUSY_MESSAGE",
+    "BUSY_SQLSTATES",
     "OUTAGE_ERRORS",
     "RETRY_AFTER_SECONDS",
     "UNAVAILABLE_MESSAGE",
@@ -55,4 +77,5 @@ __all__ = [
     "NotFound",
     "Rejected",
     "StateConflict",
+    "outage_code",
 ]
