@@ -84,7 +84,13 @@ def in_words(user: User, entries: list[AuditEntry]) -> list[AuditEntry]:
     readable = readable_in(user, entries)
     for entry in entries:
         entry.described = describe(
-            entry.action, entry.target_type, entry.target_id, entry.before, entry.after, readable
+            entry.action,
+            entry.target_type,
+            entry.target_id,
+            entry.before,
+            entry.after,
+            readable,
+            scope=entry.scope.name,
         )
     return entries
 
