@@ -1,9 +1,11 @@
 """``make run``'s supervisor: what its web server watches, and what that costs idle (issue 30)."""
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -95,3 +97,61 @@ def test_the_idle_reloader_costs_almost_nothing(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+# Runs `make run`'s own recipe with a stand-in for the services (PY names this
+# script): the supervisor's signal handling and exit are the real ones.
+STAND_IN = """
+import signal, sys
+from claimgraph_site.lib import serve
+
+SERVICE = (
+    "import signal, sys, time\\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\\n"
+    "print('serving', flush=True)\\n"
+    "time.sleep(120)\\n"
+)
+serve.steps = lambda options: []
+serve.services = lambda options: [serve.Command("web server", [sys.executable, "-c", SERVICE])]
+sys.exit(serve.main([word for word in sys.argv[3:]]))
+"""
+
+
+@pytest.mark.parametrize("to", ["the group", "the supervisor"])
+def test_a_clean_stop_under_make_is_not_reported_as_terminated(tmp_path, to):
+    stand_in = tmp_path / "stand_in.py"
+    stand_in.write_text(STAND_IN)
+    log = tmp_path / "make.log"
+    environment = {**os.environ, "DATABASE_URL": "postgresql://unused@127.0.0.1:1/unused"}
+    environment["PYTHONPATH"] = str(ROOT)
+    with log.open("w") as output:
+        make = subprocess.Popen(
+            ["make", "-C", str(ROOT), "run", f"PY={sys.executable} {stand_in}", "STAMP=", "PORT=1"],
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "serving" not in log.read_text():
+            assert make.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        if to == "the group":
+            os.killpg(make.pid, signal.SIGTERM)
+        else:
+            supervisor = subprocess.run(
+                ["pgrep", "-P", str(make.pid), "-f", str(stand_in)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()[0]
+            os.kill(int(supervisor), signal.SIGTERM)
+        status = make.wait(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(make.pid, signal.SIGKILL)
+    said = log.read_text()
+    assert "***" not in said and "Terminated" not in said, said
+    # Signalled itself, make ends by the signal (the shell sees it); otherwise cleanly.
+    assert status == (-signal.SIGTERM if to == "the group" else 0), said

@@ -15,9 +15,10 @@
    it on only to those still running a second later. They get
    ``GRACE_SECONDS`` to finish (a second signal, or the end of the grace,
    kills them); then it stops the embedded database unless another process
-   (a test run, a shell) still uses it, and says so, and exits the way the
-   signal would have ended it. If a service ends by itself, the others are
-   stopped the same way (SIGTERM).
+   (a test run, a shell) still uses it, and says so, and exits with status 0
+   (a clean stop, so make says nothing of it). If a service ends by itself,
+   the others are stopped the same way (SIGTERM) and it exits with that
+   service's status.
 
 After a SIGKILL of this process or of the whole group, nothing stops the
 embedded database: it keeps running and the next ``make run`` reuses it
@@ -173,10 +174,11 @@ def run(options: argparse.Namespace) -> int:
     finally:
         if server is not None:
             _release(server)
-    if supervisor.stop_signal is not None:
-        # End as the signal would have, so the shell and make see an interrupt.
-        signal.signal(supervisor.stop_signal, signal.SIG_DFL)
-        os.kill(os.getpid(), supervisor.stop_signal)
+    # A stop asked for by a signal ends with the status of the stop itself (0
+    # when everything stopped cleanly), not by the signal: `make` would report
+    # a process killed by it as "*** [run] Terminated". A Ctrl-C or a process
+    # manager's SIGTERM to the whole group reaches make too, which still ends
+    # by it, so the shell above sees the interrupt.
     return status
 
 
