@@ -25,7 +25,7 @@ help:
 	@echo "make run   - set up everything and serve the console on http://127.0.0.1:$(PORT)"
 	@echo "make test  - lint and run the whole test suite"
 	@echo "make stop  - stop the embedded PostgreSQL if something left it running"
-	@echo "make bench - every performance target at 100k and 1M facts and served, PASS/FAIL (about 25 minutes)"
+	@echo "make bench - every performance target at 100k and 1M facts and served, PASS/FAIL (about 20 minutes on 2 cores; see README)"
 	@echo "make worker / make format / make clean"
 
 # Find a Python >= 3.12: PATH first, then pyenv's versions folder.

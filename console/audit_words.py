@@ -118,8 +118,9 @@ def describe(
     before: dict | None,
     after: dict | None,
     readable: Readable,
+    scope: str = "",
 ) -> Described:
-    """The sentence and the changes of one entry."""
+    """The sentence and the changes of one entry (``scope``: the name of the entry's scope)."""
     before, after = before or {}, after or {}
 
     def fact(fact_id: Any) -> Value:
@@ -226,12 +227,19 @@ def describe(
         ]
     elif action == "reported-outcome":
         words = [Value("Reported accepted work that used "), *facts(after.get("facts") or [])]
-    elif action == "made-steward":
-        words = [Value(f"Made {after.get('steward', 'an account')} a steward")]
-    elif action == "revoked-steward":
-        words = [Value(f"Revoked {before.get('steward', 'an account')}'s stewardship")]
+    elif action in ("made-steward", "revoked-steward"):
+        state = after if action == "made-steward" else before
+        steward = state.get("steward") or "an account"
+        where = "every scope" if state.get("every_scope") else scope or "a scope"
+        if action == "made-steward":
+            words = [Value(f"Made {steward} a steward of {where}")]
+        else:
+            words = [Value(f"Revoked {steward}'s stewardship of {where}")]
     elif action == "granted-scope":
-        words = [Value("Granted a scope: "), target]
+        member = after.get("member") or "an account"
+        words = [Value(f"Made {member} a member of {scope or 'a scope'}")]
+        if after.get("scope_created"):
+            words.append(Value(", a scope created for it"))
     else:
         words = [Value(f"{ACTION_LABELS.get(action, action)}: "), target]
     return Described(tuple(words), tuple(_changes(before, after, fact)))

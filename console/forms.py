@@ -222,8 +222,13 @@ class ConflictFilterForm(PagedForm):
         choices=[("", "Any kind"), *ConflictKind.choices], required=False, label="Kind"
     )
 
-    def __init__(self, *args, user, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, data=None, *args, user, **kwargs) -> None:
+        # The JSON API and MCP name this filter ``status``: the queue reads that
+        # name too, rather than ignoring it and listing the open conflicts.
+        if data is not None and "status" in data and "state" not in data:
+            data = data.copy()
+            data["state"] = data["status"]
+        super().__init__(data, *args, **kwargs)
         self.fields["scope"] = scope_field(user)
         self.order_fields(["scope", "state", "kind", "per_page"])
 

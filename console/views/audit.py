@@ -1,15 +1,18 @@
 """The audit feed: every human action and automatic change in the viewer's scopes."""
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, time
+from itertools import islice
 from typing import Any
 from uuid import UUID
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.handlers.asgi import ASGIRequest
 from django.db.models import QuerySet
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -84,7 +87,13 @@ def in_words(user: User, entries: list[AuditEntry]) -> list[AuditEntry]:
     readable = readable_in(user, entries)
     for entry in entries:
         entry.described = describe(
-            entry.action, entry.target_type, entry.target_id, entry.before, entry.after, readable
+            entry.action,
+            entry.target_type,
+            entry.target_id,
+            entry.before,
+            entry.after,
+            readable,
+            scope=entry.scope.name,
         )
     return entries
 
@@ -140,6 +149,29 @@ def _export_records(rows: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
         }
 
 
+# Lines read per hop to the request's thread when streaming under ASGI.
+EXPORT_BATCH = 500
+
+
+def _streamed(request: HttpRequest, lines: Iterator[str]) -> Iterator[str] | AsyncIterator[str]:
+    """``lines`` as the server streams them: asynchronously under ASGI, as they are under WSGI.
+
+    Under ASGI Django would otherwise read a sync iterator into memory
+    first, and warn. The lines come from a server-side cursor, so every
+    batch is read on the request's own thread (``thread_sensitive``).
+    """
+    if not isinstance(request, ASGIRequest):
+        return lines
+    read = sync_to_async(lambda: list(islice(lines, EXPORT_BATCH)), thread_sensitive=True)
+
+    async def batches() -> AsyncIterator[str]:
+        while batch := await read():
+            for line in batch:
+                yield line
+
+    return batches()
+
+
 @require_GET
 @login_required
 def audit_export(request: HtmxHttpRequest, fmt: str) -> StreamingHttpResponse:
@@ -156,11 +188,14 @@ def audit_export(request: HtmxHttpRequest, fmt: str) -> StreamingHttpResponse:
             for record in records
         )
         response = StreamingHttpResponse(
-            csv_lines(EXPORT_FIELDS, rows), content_type="text/csv; charset=utf-8"
+            _streamed(request, csv_lines(EXPORT_FIELDS, rows)),
+            content_type="text/csv; charset=utf-8",
         )
     else:
         response = StreamingHttpResponse(
-            (json.dumps(record, ensure_ascii=False) + "\n" for record in records),
+            _streamed(
+                request, (json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+            ),
             content_type="application/x-ndjson; charset=utf-8",
         )
     extension = "csv" if fmt == "csv" else "jsonl"

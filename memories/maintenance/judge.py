@@ -112,7 +112,7 @@ def _judge_one(
 
     claims = _member_claims(conflict, now or timezone.now())
     if len(claims) < 2:
-        return judgement(None, "fewer than two live members: nothing to judge")
+        return judgement(None, _not_judged(conflict))
     digest = claim_set_hash(claim.fact_id for claim in claims)
     # Asked outside any transaction: a slow model holds up no writer.
     answer = _ask(conflict, claims, adjudicator, now or timezone.now())
@@ -258,6 +258,27 @@ def _no_claim_set() -> Advice:
             "there is no claim set for the adjudicator to weigh"
         ),
     )
+
+
+def _not_judged(conflict: Conflict) -> str:
+    """Why ``conflict`` has no claim set to weigh, in the judge's line."""
+    live = [m.fact for m in conflict.members.select_related("fact__predicate") if m.fact.is_live]
+    predicates = sorted({fact.predicate.name for fact in live})
+    if len(predicates) > 1:
+        # A claim set is one predicate's claims: an adjudicator told "prefers
+        # GraphQL" and "decided against GraphQL" as two values of one slot
+        # would weigh them as agreeing.
+        return (
+            f"not judged: its {len(live)} live members are claims of different predicates "
+            f"({', '.join(predicates)}), which the adjudicator does not weigh together; "
+            "a steward rules on it"
+        )
+    if len(live) > 1:
+        return (
+            "not judged: fewer than two of its live members are shared claims "
+            "(the others are private); a steward rules on it"
+        )
+    return "fewer than two live members: nothing to judge"
 
 
 def _member_claims(conflict: Conflict, now: datetime) -> list[Claim]:

@@ -3,7 +3,9 @@
 Only a superuser, or the operator at the shell (``make_steward``, which
 passes no actor), grants or revokes stewardship. The audit entry is written
 by ``memories.store.stewardship`` for every change of the permission tables,
-whichever door made it; this action names who acted.
+whichever door made it; this action names who acted: the superuser, or for
+the operator the account the shell acts as (``shell_account``), so that the
+entry reads as the person's action it is, not as an automatic change.
 """
 
 from django.contrib.auth.models import Group, User
@@ -21,20 +23,39 @@ def may_grant_stewardship(actor: User | None) -> bool:
     return actor is None or (actor.is_active and actor.is_superuser)
 
 
-def make_steward(*, actor: User | None, user: User, scope: Scope | None, rule: str = "") -> None:
-    """Make ``user`` a steward of ``scope``, or of every scope when ``scope`` is None."""
-    _change(actor=actor, user=user, scope=scope, rule=rule, grant=True)
+def make_steward(
+    *,
+    actor: User | None,
+    user: User,
+    scope: Scope | None,
+    rule: str = "",
+    shell_account: User | None = None,
+) -> None:
+    """Make ``user`` a steward of ``scope``, or of every scope when ``scope`` is None.
+
+    With no ``actor`` (the operator at the shell), ``shell_account`` is the
+    account the entry names.
+    """
+    _change(actor=actor, user=user, scope=scope, rule=rule, grant=True, shell=shell_account)
 
 
-def revoke_steward(*, actor: User | None, user: User, scope: Scope | None, rule: str = "") -> None:
+def revoke_steward(
+    *,
+    actor: User | None,
+    user: User,
+    scope: Scope | None,
+    rule: str = "",
+    shell_account: User | None = None,
+) -> None:
     """Take ``user``'s stewardship of ``scope`` (None: the stewards group) away."""
-    _change(actor=actor, user=user, scope=scope, rule=rule, grant=False)
+    _change(actor=actor, user=user, scope=scope, rule=rule, grant=False, shell=shell_account)
 
 
-def _change(*, actor, user, scope, rule: str, grant: bool) -> None:
+def _change(*, actor, user, scope, rule: str, grant: bool, shell: User | None) -> None:
     if not may_grant_stewardship(actor):
         raise Forbidden("only a superuser may grant or revoke stewardship")
-    with transaction.atomic(), acting(actor=actor, rule=rule):
+    credited = actor if actor is not None else shell
+    with transaction.atomic(), acting(actor=credited, rule=rule):
         if scope is None:
             group = Group.objects.get(name=STEWARDS_GROUP)
             (user.groups.add if grant else user.groups.remove)(group)

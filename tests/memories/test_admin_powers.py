@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.urls import reverse
 from guardian.shortcuts import assign_perm, remove_perm
 
+from memories.management.commands._accounts import SHELL_ACCOUNT, SHELL_ACCOUNT_RULE
 from memories.store.errors import Forbidden
 from memories.store.models import AuditEntry
 from memories.store.roles import STEWARD_PERMISSION, STEWARDS_GROUP, is_steward_of
@@ -85,13 +86,20 @@ def test_every_grant_and_revoke_from_anywhere_is_an_audit_entry(scope, other_sco
     # the management command, both ways, globally
     call_command("make_steward", "mira", stdout=StringIO())
     call_command("make_steward", "mira", "--revoke", stdout=StringIO())
-    actions = [e.action for e in _steward_entries(scope)]
+    actions = [e.action for e in _steward_entries(scope).exclude(after__steward=SHELL_ACCOUNT)]
     assert actions == ["made-steward", "revoked-steward"] * 3
     # a grant on every scope is in every scope's feed
-    elsewhere = [e.action for e in _steward_entries(other_scope)]
+    elsewhere = [
+        e.action for e in _steward_entries(other_scope).exclude(after__steward=SHELL_ACCOUNT)
+    ]
     assert elsewhere == ["made-steward", "revoked-steward"] * 2
     outside = _steward_entries(scope).first()
     assert outside.actor is None and outside.rule == "granted outside the stewardship action"
+    # The operator's command acts as the shell's own account, itself made a steward once.
+    by_the_shell = _steward_entries(scope).filter(after__steward="mira", actor__isnull=False)
+    assert {(e.actor.username, e.rule) for e in by_the_shell} == {(SHELL_ACCOUNT, "")}
+    shells = _steward_entries(scope).filter(after__steward=SHELL_ACCOUNT)
+    assert [(e.actor, e.rule) for e in shells] == [(None, SHELL_ACCOUNT_RULE)]
 
 
 def test_an_entitys_scope_and_name_are_read_only_in_the_admin(client, scope, other_scope, member):

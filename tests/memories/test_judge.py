@@ -184,3 +184,33 @@ def test_a_conflict_whose_claim_a_human_ruled_on_since_is_left_for_a_human(membe
     )
     assert Conflict.objects.get(pk=conflict.pk).is_open
     assert live(facts) == [True, True]
+
+
+def test_a_live_conflict_across_two_predicates_is_not_called_memberless(member, steward):
+    """Issue 30 §11: the commitment conflict's claims are of two predicates, both live."""
+    base = {"scope": "project", "subject": "api-layer", "object": "GraphQL"}
+    assert_fact(
+        actor=steward,
+        data={
+            **base,
+            "predicate": "core/decided-against",
+            "source_type": "decision-record",
+            "epistemic": "commitment",
+            "evidence": [{"ref": "ADR-12", "quote": "We will not adopt GraphQL."}],
+        },
+        now=NOW - timedelta(days=30),
+    )
+    assert_fact(
+        actor=member, data={**base, "predicate": "core/prefers", "source_type": "session-log"}
+    )
+    [conflict] = Conflict.objects.open()
+    assert conflict.kind == "commitment"
+    assert all(m.fact.is_live for m in conflict.members.all())
+    [judgement] = run_judge(adjudicator=ScriptedAdjudicator("corroborate", 1.0))
+    assert "fewer than two" not in judgement.outcome
+    assert judgement.outcome.startswith("not judged: its 2 live members are claims of different")
+    assert "core/decided-against, core/prefers" in judgement.outcome
+    out = StringIO()
+    call_command("judge", stdout=out)
+    assert "claims of different predicates" in out.getvalue()
+    assert not Adjudication.objects.exists()  # no model was asked

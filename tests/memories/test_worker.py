@@ -442,3 +442,24 @@ def test_a_late_worker_that_beats_again_is_alive_again(settings):
     assert WorkerHeartbeat.objects.get(worker_id="late").stopped_at == now
     record_heartbeat("late", now=now + timedelta(seconds=1))
     assert WorkerHeartbeat.objects.get(worker_id="late").stopped_at is None
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_worker_says_its_start_once_at_every_verbosity():
+    """Issue 30 §14: at -v 2 db_worker's own "Starting worker" repeated the command's line."""
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "worker", "-v", "2", "--no-startup-delay"],
+        cwd=ROOT,
+        env=database_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        first = process.stdout.readline()
+        time.sleep(2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        said = first + process.communicate(timeout=30)[0]
+    assert first.startswith("worker ") and first.rstrip().endswith(" starting"), said
+    assert sum("starting" in line.lower() for line in said.splitlines()) == 1, said

@@ -6,12 +6,16 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
 from memories.store.audit import record_audit
 from memories.store.models import Scope
 
 
 class Command(BaseCommand):
-    help = "Make an account a member of a scope; the scope is created if it does not exist."
+    help = (
+        "Make an account a member of a scope; the scope is created if it does not exist. "
+        f"The audit entry names {SHELL_ACCOUNT} as who acted."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("username")
@@ -29,18 +33,20 @@ class Command(BaseCommand):
         except ValidationError as error:
             reasons = " ".join(error.messages)
             raise CommandError(f"{scope!r} is not a valid scope name: {reasons}") from None
+        # The operator's action, a person's (no rule decided it): the entry
+        # names the shell's own account, as every shell command's writes do.
+        operator = acting_account(None)
         try:
             with transaction.atomic():
                 target, created = Scope.objects.get_or_create(name=scope)
                 target.members.add(user)
                 record_audit(
                     at=timezone.now(),
-                    actor=None,
+                    actor=operator,
                     scope_id=target.pk,
                     action="granted-scope",
                     target=target,
                     after={"member": username, "scope_created": created},
-                    rule="management command grant_scope",
                 )
         except IntegrityError as error:
             raise CommandError(str(error)) from None

@@ -3,6 +3,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from memories.management.commands._accounts import SHELL_ACCOUNT, acting_account
 from memories.store.models import Scope
 from memories.write.stewardship import make_steward, revoke_steward
 
@@ -10,7 +11,7 @@ from memories.write.stewardship import make_steward, revoke_steward
 class Command(BaseCommand):
     help = (
         "Make an account a steward of every scope, or (with --scope) of one scope; "
-        "--revoke takes it away. Every change is an audit entry."
+        f"--revoke takes it away. Every change is an audit entry, by {SHELL_ACCOUNT}."
     )
 
     def add_arguments(self, parser) -> None:
@@ -29,10 +30,10 @@ class Command(BaseCommand):
             target = Scope.objects.filter(name=scope).first()
             if target is None:
                 raise CommandError(f"There is no scope named {scope!r}.")
-        # The operator at the shell has no account: the entry names the
-        # command as its rule instead of an actor.
+        # The operator at the shell acts as a person does (no rule decided
+        # it): the entry names the shell's own account as its actor.
         action = revoke_steward if revoke else make_steward
-        action(actor=None, user=user, scope=target, rule="management command make_steward")
+        action(actor=None, user=user, scope=target, shell_account=acting_account(None))
         where = "every scope" if scope is None else scope
         if revoke:
             self.stdout.write(f"{username} is no longer a steward of {where}.")

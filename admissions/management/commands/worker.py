@@ -18,6 +18,11 @@ from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.worker import run_worker
 
 
+def _not_the_start(record: logging.LogRecord) -> bool:
+    """db_worker's own "Starting worker …" line at -v 2, which says this command's again."""
+    return not record.getMessage().startswith("Starting worker")
+
+
 def positive_seconds(text: str) -> float:
     value = float(text)
     if not 0 < value < float("inf"):
@@ -82,6 +87,8 @@ class Command(BaseCommand):
         level = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}.get(
             verbosity, logging.DEBUG
         )
+        # Its start is said once, by the line below, at every verbosity.
+        logging.getLogger("django_tasks_db").addFilter(_not_the_start)
         for name in ("django_tasks_db", "django.tasks"):
             logger = logging.getLogger(name)
             logger.setLevel(level)

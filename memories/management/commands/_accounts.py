@@ -5,12 +5,14 @@ from django.contrib.auth.models import Group
 from django.core.management.base import CommandError
 
 from memories.store.roles import STEWARDS_GROUP
+from memories.store.stewardship import acting
 
 # The account shell commands act as when no --as is given. Whoever runs
 # manage.py can already read and write the database directly, so this
 # account is a global steward; it has no password and no token, so it can
 # act only from the shell, and it makes such writes easy to find.
 SHELL_ACCOUNT = "claimgraph-shell"
+SHELL_ACCOUNT_RULE = "the shell's own account, created on first use"
 
 
 def acting_account(username: str | None):
@@ -27,5 +29,7 @@ def acting_account(username: str | None):
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
-        user.groups.add(Group.objects.get(name=STEWARDS_GROUP))
+        # Its own stewardship is an audit entry like any other, with the rule that made it.
+        with acting(actor=None, rule=SHELL_ACCOUNT_RULE):
+            user.groups.add(Group.objects.get(name=STEWARDS_GROUP))
     return user
