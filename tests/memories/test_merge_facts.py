@@ -78,3 +78,31 @@ def test_a_conflict_already_on_the_merged_away_entity_names_the_survivor(steward
     [still] = Conflict.objects.open()
     assert still.pk == conflict.pk and still.subject_id == survivor.pk
     assert Fact.objects.get(pk=flagged.pk).subject_id == survivor.pk
+
+
+def test_facts_naming_the_merged_away_entity_as_object_point_at_the_survivor(steward, member):
+    kept = write(member, "api", "core/depends-on", "PG", "code", T0, object_kind="entity")
+    twin = write(
+        member,
+        "api",
+        "core/depends-on",
+        "Postgres",
+        "code",
+        T0 + timedelta(hours=1),
+        object_kind="entity",
+    )
+    other = write(member, "worker", "core/depends-on", "Postgres", "code", T0, object_kind="entity")
+    entity, survivor = merge(steward, "Postgres", "PG")
+
+    assert not Fact.objects.filter(object_ref=entity).exists()
+    # "api depends-on Postgres" became a duplicate of "api depends-on PG": one live row, reinforced.
+    live = Fact.objects.live().filter(predicate__name="core/depends-on")
+    assert sorted(live.values_list("subject__name", "object_ref__name")) == [
+        ("api", "PG"),
+        ("worker", "PG"),
+    ]
+    assert set(live.values_list("pk", flat=True)) == {kept.pk, other.pk}
+    twin.refresh_from_db()
+    assert twin.object_ref_id == survivor.pk and twin.superseded_by_id == kept.pk
+    assert Fact.objects.get(pk=other.pk).object_key == str(survivor.pk)
+    assert not Conflict.objects.open().exists()
