@@ -39,7 +39,7 @@ from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Entity, EntityMerge, Fact, Scope
 from memories.store.roles import is_steward_of
-from memories.store.slots import lock_slots
+from memories.store.slots import lock_entity_against_writes, lock_slots
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import load_vocabulary
 from memories.write.actions import do_move_fact
@@ -87,6 +87,9 @@ def merge_entities(
         # Lock both rows in id order: two stewards merging the same pair in
         # opposite directions must not both succeed, nor deadlock.
         list(Entity.objects.filter(pk__in=[entity.pk, into.pk]).order_by("pk").select_for_update())
+        # Writes under way on the entity merged away finish first (their facts
+        # then move with the rest); later ones see the merge once it commits.
+        lock_entity_against_writes(entity.scope_id, entity.pk)
         now = now or timezone.now()
         in_force = EntityMerge.objects.in_force().filter(entity_id__in=[entity.pk, into.pk])
         for merge in in_force:
