@@ -7,11 +7,14 @@ bypass the rules every other write obeys.
 """
 
 from django.contrib import admin, messages
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.utils import timezone
 from django_tasks_db.admin import DBTaskResultAdmin
 from django_tasks_db.models import DBTaskResult
 from guardian.admin import GuardedModelAdmin
+from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from memories.maintenance.tasks import (
     fail_abandoned,
@@ -61,7 +64,9 @@ class ScopeAdmin(GuardedModelAdmin):
     guardian's object-permission pages let anyone who may change a scope
     grant any permission on it, stewardship included: here only a superuser
     reaches them (as ``memories.write.stewardship`` allows), and each grant
-    or revoke they make is an audit entry credited to them.
+    or revoke they make is an audit entry credited to them (written by the
+    permission tables' signals) and an entry in the admin's own history of
+    the scope (written here, as every admin change writes one).
     """
 
     list_display = ["name", "description", "created_at"]
@@ -80,8 +85,34 @@ class ScopeAdmin(GuardedModelAdmin):
     def _as_granter(self, request, view, *args):
         if not may_grant_stewardship(request.user):
             raise PermissionDenied
-        with acting(actor=request.user, rule="admin object permissions"):
-            return view(request, *args)
+        scope_pk = args[0]
+        before = _object_permissions(scope_pk)
+        with transaction.atomic(), acting(actor=request.user, rule="admin object permissions"):
+            answer = view(request, *args)
+            after = _object_permissions(scope_pk)
+            changes = [("Granted", held) for held in sorted(after - before)]
+            changes += [("Revoked", held) for held in sorted(before - after)]
+            if changes:
+                scope = Scope.objects.get(pk=scope_pk)
+                for verb, (holder, codename) in changes:
+                    word = "to" if verb == "Granted" else "from"
+                    self.log_change(request, scope, f"{verb} {codename} {word} {holder}.")
+        return answer
+
+
+def _object_permissions(scope_pk) -> set[tuple[str, str]]:
+    """Who holds which object permission on one scope: (holder, codename) pairs."""
+    on_scope = {
+        "content_type": ContentType.objects.get_for_model(Scope),
+        "object_pk": str(scope_pk),
+    }
+    users = UserObjectPermission.objects.filter(**on_scope).values_list(
+        "user__username", "permission__codename"
+    )
+    groups = GroupObjectPermission.objects.filter(**on_scope).values_list(
+        "group__name", "permission__codename"
+    )
+    return {*users, *((f"group {name}", codename) for name, codename in groups)}
 
 
 @admin.register(Entity)

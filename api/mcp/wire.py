@@ -6,7 +6,8 @@ it answers 202 and runs nothing, and a ``tools/call`` with no id at all goes the
 same way. Such a message is an Invalid Request (-32600) with a null id, answered
 before it reaches the SDK. Over stdio the SDK drops a line that is not JSON-RPC
 (it hands the error to a dispatcher that only logs it), so the client would wait
-forever: the line gets a Parse error (-32700) or an Invalid Request instead. The
+forever: the line gets a Parse error (-32700) or an Invalid Request instead, and
+so does a request its reader took for a notification (a bad id or none). The
 messages, their parsing and the streams are the SDK's own; only the refusal is
 ours.
 """
@@ -54,6 +55,23 @@ def invalid_request(raw: Any) -> types.JSONRPCError | None:
     return None
 
 
+def misread_request(message: Any) -> types.JSONRPCError | None:
+    """The Invalid Request answer to a request the stdio reader took for a notification.
+
+    The SDK's reader has already dropped the id (null, a float, an object, a
+    boolean, or none at all), so what is left is a notification whose method is
+    not one: every MCP notification's method starts with ``notifications/``.
+    """
+    if not isinstance(message, types.JSONRPCNotification):
+        return None
+    if message.method.startswith("notifications/"):
+        return None
+    return _refusal(
+        types.INVALID_REQUEST,
+        "Invalid Request: a request needs an id that is an integer or a string",
+    )
+
+
 def refusal_json(refusal: types.JSONRPCError) -> dict[str, Any]:
     return refusal.model_dump(mode="json", by_alias=True)
 
@@ -82,7 +100,8 @@ async def answering_stdio() -> AsyncIterator[tuple[Any, Any]]:
                 async for item in read_stream:
                     if isinstance(item, Exception):
                         await write_stream.send(SessionMessage(parse_error(item)))
-                        continue
+                    elif (refusal := misread_request(item.message)) is not None:
+                        await write_stream.send(SessionMessage(refusal))
                     else:
                         await to_server.send(item)
 

@@ -99,10 +99,12 @@ class PointAt(NamedTuple):
 
 
 class MoveFact(NamedTuple):
-    """A fact of an entity merged away now names the entity it was merged into."""
+    """A fact naming an entity merged away (subject or object) names the surviving one."""
 
     fact_id: UUID
     subject_id: int
+    object_ref_id: int | None
+    object_key: str
 
 
 class MoveConflicts(NamedTuple):
@@ -334,11 +336,18 @@ def move_effects(
             SUPERSEDE_RULE,
             fact.author_id,
         )
-        changes = (*reinforced.changes, close, MoveFact(fact.id, fact.subject_id), note)
+        changes = (
+            *reinforced.changes,
+            close,
+            MoveFact(fact.id, fact.subject_id, fact.object_ref_id, fact.object_key),
+            note,
+        )
         return Effects(changes, (fact.id,), now)
     written = write_effects(decision, fact, conflict_id=conflict_id, source_ids=source_ids)
     changes = tuple(
-        MoveFact(fact.id, fact.subject_id) if change is fact or type(change) is NewFact else change
+        MoveFact(fact.id, fact.subject_id, fact.object_ref_id, fact.object_key)
+        if change is fact or type(change) is NewFact
+        else change
         for change in written.changes
     )
     return written._replace(changes=changes)

@@ -203,6 +203,14 @@ BEGIN
            merged_into, looked_alike
       FROM claimgraph_entity(scope_id, p_subject_name, p_subject_key, p_subject_skeleton,
                              true) AS e;
+    -- The subject's own lock, shared: a merge of it (memories.write.merges)
+    -- takes it exclusively, so a write that found the subject unmerged either
+    -- commits before the merge reads the facts to move, or waits for the
+    -- merge and then, re-checking in a fresh snapshot, answers as the survivor.
+    IF merged_into IS NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(claimgraph_slot_lock_id(scope_id, entity_id, ''));
+        SELECT m.into_id INTO merged_into FROM claimgraph_merge_in_force(scope_id, entity_id) AS m;
+    END IF;
     IF merged_into IS NULL THEN
         PERFORM pg_advisory_xact_lock(claimgraph_slot_lock_id(scope_id, entity_id, p_slot_name));
         IF p_object_key IS NOT NULL THEN

@@ -118,7 +118,9 @@ def _apply_one(cursor, change: Change, applied: Applied, slots: set[Slot]) -> No
     elif kind is MoveFact:
         # Both slots change: the one the fact leaves and the one it joins.
         slots.update(Fact.objects.filter(pk=change.fact_id).values_list(*_SLOT_COLUMNS.split(", ")))
-        cursor.execute(_MOVE, [change.subject_id, change.fact_id])
+        cursor.execute(
+            _MOVE, [change.subject_id, change.object_ref_id, change.object_key, change.fact_id]
+        )
         slots.update(cursor.fetchall())
     elif kind is MoveConflicts:
         Conflict.objects.filter(scope_id=change.scope_id, subject_id=change.subject_id).update(
@@ -234,7 +236,10 @@ _CLOSE = (
 )
 # A later mark replaces an earlier one: the fact was reinforced in between.
 _MARK_DECAYED = f"UPDATE {_FACTS} SET decayed_at = %s WHERE id = %s"
-_MOVE = f"UPDATE {_FACTS} SET subject_id = %s WHERE id = %s RETURNING {_SLOT_COLUMNS}"
+_MOVE = (
+    f"UPDATE {_FACTS} SET subject_id = %s, object_ref_id = %s, object_key = %s"
+    f" WHERE id = %s RETURNING {_SLOT_COLUMNS}"
+)
 _POINT_AT = f"UPDATE {_FACTS} SET superseded_by_id = %s WHERE id = %s"
 _REOPEN = (
     f"UPDATE {_FACTS} SET t_invalid = NULL, invalidated_at = NULL, invalidated_by_id = NULL,"

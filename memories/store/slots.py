@@ -60,3 +60,18 @@ def lock_slots(slots: Iterable[tuple[int, int, str]]) -> None:
             " ORDER BY lock_id",
             [scopes, subjects, names],
         )
+
+
+def lock_entity_against_writes(scope_id: int, entity_id: int) -> None:
+    """Wait for the writes under way on ``entity_id``'s slots, and hold off new ones.
+
+    The exclusive side of the lock ``claimgraph_open_slot`` takes shared on a
+    subject (its slot lock id with an empty slot name, which no predicate has).
+    For a merge: the writes that found the entity unmerged are committed when
+    this returns, and the later ones re-check the merge once it commits.
+    """
+    with hot_cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(claimgraph_slot_lock_id(%s, %s, ''))",
+            [scope_id, entity_id],
+        )

@@ -263,13 +263,18 @@ def _look_alikes(role: str, given: str, named: Named) -> list[LookAlike]:
 def do_move_fact(
     fact: Fact,
     into: Entity,
+    object_into: Entity | None,
     vocab: LoadedVocabulary,
     *,
     actor: User,
     now: datetime,
     siblings: frozenset[UUID] = frozenset(),
 ) -> Applied:
-    """Move a live fact of an entity merged away onto ``into``, weighed as a write is.
+    """Move a live fact naming an entity merged away, weighed as a write is.
+
+    ``into`` is the fact's subject after the move (the survivor, or its own
+    subject when only its object was merged away); ``object_into`` its
+    object entity after the move (None: the object is a value, kept as is).
 
     Trusts its caller (``merge_entities``) to have authorized the merge and
     to hold the entities' locks. Locks ``into``'s slot, reads what can matter
@@ -285,7 +290,7 @@ def do_move_fact(
         scope=fact.scope.name,
         subject=into.name,
         predicate=fact.predicate.name,
-        object=fact.object_display,
+        object=fact.object_display if object_into is None else object_into.name,
         object_kind=fact.object_kind,
         epistemic=fact.epistemic,
         epistemic_stated=True,
@@ -298,14 +303,13 @@ def do_move_fact(
         evidence=tuple(Evidence(**item) for item in fact.evidence),
         bucket=fact.bucket,
     )
+    object_key = fact.object_key if object_into is None else str(object_into.pk)
     standing = [
         other
-        for other in _standing_facts(
-            fact.author, fact.scope, into, assertion, fact.object_key, vocab
-        )
+        for other in _standing_facts(fact.author, fact.scope, into, assertion, object_key, vocab)
         if other.id not in siblings and other.id != fact.pk
     ]
-    incoming = decisions.incoming_from(assertion, fact.object_key, t_valid=fact.t_valid)
+    incoming = decisions.incoming_from(assertion, object_key, t_valid=fact.t_valid)
     decision = decisions.decide(
         incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
     )
@@ -315,9 +319,9 @@ def do_move_fact(
         subject_id=into.pk,
         predicate_id=fact.predicate_id,
         object_kind=fact.object_kind,
-        object_ref_id=fact.object_ref_id,
+        object_ref_id=fact.object_ref_id if object_into is None else object_into.pk,
         object_lit=fact.object_lit,
-        object_key=fact.object_key,
+        object_key=object_key,
         epistemic=fact.epistemic,
         source_type_id=fact.source_type_id,
         confidence=fact.confidence,

@@ -9,8 +9,9 @@ path's entity lookup answers with the entity merged *into*, so new writes
 naming either spelling land on one slot.
 
 The facts of the entity merged away move to the surviving entity in the
-merge's transaction, so its slot history and subject recall hold them and
-no fact is left under a name nothing resolves to. A live fact is weighed as
+merge's transaction, and the facts naming it as their object point at the
+surviving entity instead, so its slot history and recall hold them and no
+fact is left naming something nothing resolves to. A live fact is weighed as
 the write path weighs a write (``write.actions.do_move_fact``: the same
 ``decide``, under the surviving slot's lock), so a contradiction opens a
 conflict, a supersession closes what it replaces, and a duplicate reinforces
@@ -29,6 +30,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memories.core.effects import Effects, MoveConflicts, MoveFact, merge_effects
@@ -37,7 +39,7 @@ from memories.store.apply import do_apply
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Entity, EntityMerge, Fact, Scope
 from memories.store.roles import is_steward_of
-from memories.store.slots import lock_slots
+from memories.store.slots import lock_entity_against_writes, lock_slots
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import load_vocabulary
 from memories.write.actions import do_move_fact
@@ -85,6 +87,9 @@ def merge_entities(
         # Lock both rows in id order: two stewards merging the same pair in
         # opposite directions must not both succeed, nor deadlock.
         list(Entity.objects.filter(pk__in=[entity.pk, into.pk]).order_by("pk").select_for_update())
+        # Writes under way on the entity merged away finish first (their facts
+        # then move with the rest); later ones see the merge once it commits.
+        lock_entity_against_writes(entity.scope_id, entity.pk)
         now = now or timezone.now()
         in_force = EntityMerge.objects.in_force().filter(entity_id__in=[entity.pk, into.pk])
         for merge in in_force:
@@ -119,36 +124,55 @@ def merge_entities(
 
 
 def _move_facts(entity: Entity, into: Entity, *, actor: User, now: datetime) -> None:
-    """Move every fact of ``entity`` to ``into``: the live ones through the write path's rules."""
+    """Move every fact naming ``entity`` (subject or object) to ``into``; live ones as writes."""
     vocabulary = load_vocabulary()
-    facts = list(
-        Fact.objects.filter(scope_id=entity.scope_id, subject=entity)
-        .select_related("scope", "predicate", "source_type", "author", "object_ref")
-        .order_by("t_valid", "recorded_at", "id")
-    )
-    # Both entities' slots, as the write path names them: a write that
-    # resolved the old name before the merge record was seen waits here.
+
+    def naming_it() -> list[Fact]:
+        return list(
+            Fact.objects.filter(Q(subject=entity) | Q(object_ref=entity), scope_id=entity.scope_id)
+            .select_related("scope", "predicate", "source_type", "author", "object_ref")
+            .order_by("t_valid", "recorded_at", "id")
+        )
+
+    def moved_to(other: Entity | None) -> Entity | None:
+        return into if other is not None and other.pk == entity.pk else other
+
+    facts = naming_it()
+    # The slots the facts leave and join, as the write path names them: a
+    # write that resolved the old name before the merge record was seen waits here.
     lock_slots(
         (entity.scope_id, subject, vocabulary.spec.slot_name(fact.predicate.name))
         for fact in facts
-        for subject in (entity.pk, into.pk)
+        for subject in {fact.subject_id, moved_to(fact.subject).pk}
     )
-    facts = list(
-        Fact.objects.filter(scope_id=entity.scope_id, subject=entity)
-        .select_related("scope", "predicate", "source_type", "author", "object_ref")
-        .order_by("t_valid", "recorded_at", "id")
-    )
+    facts = naming_it()
     closed = [fact for fact in facts if not fact.is_live]
-    moves = (
-        *(MoveFact(fact.pk, into.pk) for fact in closed),
-        MoveConflicts(entity.scope_id, entity.pk, into.pk),
-    )
-    moved = do_apply(Effects(moves, now=now))
+    moves = []
+    for fact in closed:
+        target = moved_to(fact.object_ref)
+        moves.append(
+            MoveFact(
+                fact.pk,
+                moved_to(fact.subject).pk,
+                None if target is None else target.pk,
+                fact.object_key if target is None else str(target.pk),
+            )
+        )
+    moves.append(MoveConflicts(entity.scope_id, entity.pk, into.pk))
+    moved = do_apply(Effects(tuple(moves), now=now))
     recompute_on_commit(moved.touched)
     live = [fact for fact in facts if fact.is_live]
     siblings = frozenset(fact.pk for fact in live)
     for fact in live:
-        applied = do_move_fact(fact, into, vocabulary, actor=actor, now=now, siblings=siblings)
+        applied = do_move_fact(
+            fact,
+            moved_to(fact.subject),
+            moved_to(fact.object_ref),
+            vocabulary,
+            actor=actor,
+            now=now,
+            siblings=siblings,
+        )
         recompute_on_commit(applied.touched)
 
 

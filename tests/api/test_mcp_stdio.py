@@ -78,7 +78,18 @@ def test_the_command_refuses_an_unknown_account(db):
 
 @pytest.mark.parametrize(
     ("line", "code"),
-    [("this is not json", -32700), ('{"jsonrpc": "2.0"', -32700), ("[1, 2]", -32600)],
+    [
+        ("this is not json", -32700),
+        ('{"jsonrpc": "2.0"', -32700),
+        ("[1, 2]", -32600),
+        # A request whose id is not an integer or a string was read as a
+        # notification and dropped: answered -32600 as over HTTP.
+        ('{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
+        ('{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', -32600),
+        ('{"jsonrpc": "2.0", "id": {"n": 1}, "method": "tools/list"}', -32600),
+        ('{"jsonrpc": "2.0", "id": true, "method": "tools/list"}', -32600),
+        ('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "recall"}}', -32600),
+    ],
 )
 def test_a_line_that_is_not_json_rpc_gets_an_error_reply(member, line, code):
     # The SDK dropped such a line without a word: the client waited forever.

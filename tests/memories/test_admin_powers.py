@@ -123,3 +123,25 @@ def test_an_entitys_scope_and_name_are_read_only_in_the_admin(client, scope, oth
     assert answer.status_code == 302
     entity = type(fact.subject).objects.get(pk=fact.subject_id)
     assert (entity.scope_id, entity.name, entity.type) == (scope.pk, "AuthService", "service")
+
+
+def test_admin_grants_and_revokes_leave_admin_history_entries(client, scope):
+    from django.contrib.admin.models import CHANGE, LogEntry
+
+    root = make_user("root", is_staff=True, is_superuser=True)
+    mira = make_user("mira")
+    client.force_login(root)
+    user_url = reverse("admin:memories_scope_permissions_manage_user", args=[scope.pk, mira.pk])
+    assert client.post(user_url, {"permissions": ["steward_scope"]}).status_code == 302
+    assert client.post(user_url, {"permissions": ["view_scope"]}).status_code == 302
+    crew = Group.objects.create(name="crew")
+    group_url = reverse("admin:memories_scope_permissions_manage_group", args=[scope.pk, crew.pk])
+    assert client.post(group_url, {"permissions": ["steward_scope"]}).status_code == 302
+    entries = list(LogEntry.objects.filter(object_id=str(scope.pk)).order_by("id"))
+    assert [(e.user_id, e.action_flag) for e in entries] == [(root.pk, CHANGE)] * 4
+    assert [e.get_change_message() for e in entries] == [
+        "Granted steward_scope to mira.",
+        "Granted view_scope to mira.",
+        "Revoked steward_scope from mira.",
+        "Granted steward_scope to group crew.",
+    ]

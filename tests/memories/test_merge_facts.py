@@ -78,3 +78,71 @@ def test_a_conflict_already_on_the_merged_away_entity_names_the_survivor(steward
     [still] = Conflict.objects.open()
     assert still.pk == conflict.pk and still.subject_id == survivor.pk
     assert Fact.objects.get(pk=flagged.pk).subject_id == survivor.pk
+
+
+def test_facts_naming_the_merged_away_entity_as_object_point_at_the_survivor(steward, member):
+    kept = write(member, "api", "core/depends-on", "PG", "code", T0, object_kind="entity")
+    twin = write(
+        member,
+        "api",
+        "core/depends-on",
+        "Postgres",
+        "code",
+        T0 + timedelta(hours=1),
+        object_kind="entity",
+    )
+    other = write(member, "worker", "core/depends-on", "Postgres", "code", T0, object_kind="entity")
+    entity, survivor = merge(steward, "Postgres", "PG")
+
+    assert not Fact.objects.filter(object_ref=entity).exists()
+    # "api depends-on Postgres" became a duplicate of "api depends-on PG": one live row, reinforced.
+    live = Fact.objects.live().filter(predicate__name="core/depends-on")
+    assert sorted(live.values_list("subject__name", "object_ref__name")) == [
+        ("api", "PG"),
+        ("worker", "PG"),
+    ]
+    assert set(live.values_list("pk", flat=True)) == {kept.pk, other.pk}
+    twin.refresh_from_db()
+    assert twin.object_ref_id == survivor.pk and twin.superseded_by_id == kept.pk
+    assert Fact.objects.get(pk=other.pk).object_key == str(survivor.pk)
+    assert not Conflict.objects.open().exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_write_racing_a_merge_lands_on_the_survivor(steward, member):
+    import threading
+
+    from django.db import connections, transaction
+
+    write(member, "PaySvc", "core/has-version", "1.0.0", "code", T0)
+    write(member, "PaySvc2", "core/uses", "redis", "code", T0)
+    entity, survivor = (Entity.objects.get(name=n) for n in ("PaySvc2", "PaySvc"))
+    outcome = {}
+
+    def racing_write():
+        try:
+            when = T0 + timedelta(hours=3)
+            outcome["fact"] = write(member, "PaySvc2", "core/owned-by", "team-a", "code", when)
+        except Exception as exc:  # reported below, in the test's thread
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        merge_entities(
+            actor=steward,
+            entity_id=entity.pk,
+            into_id=survivor.pk,
+            reason="one service",
+            now=T0 + timedelta(days=1),
+        )
+        writer = threading.Thread(target=racing_write)
+        writer.start()
+        writer.join(timeout=1.5)
+        # The merge is not committed yet: the write, which found PaySvc2 unmerged, waits.
+        assert writer.is_alive()
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    assert "error" not in outcome, outcome.get("error")
+    assert Fact.objects.get(pk=outcome["fact"].pk).subject_id == survivor.pk
+    assert not Fact.objects.filter(subject=entity).exists()
