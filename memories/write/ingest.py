@@ -62,8 +62,8 @@ from memories.core.decisions import Rejected
 from memories.core.normalize import value_key
 from memories.store.errors import NotFound, SourceTypeNotAllowed
 from memories.store.lookups import hot_cursor, writable_scope
-from memories.store.permissions import check_source_type
 from memories.store.models import Entity, Fact, ObjectKind, Scope
+from memories.store.permissions import check_source_type
 from memories.store.slots import lock_slots
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
 from memories.write.actions import assert_fact
