@@ -17,6 +17,10 @@ from memories.write.ingest import import_lines
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import body, call_http, live_site
 
+# The scopes here keep the real defaults (tests/conftest.py lets members of
+# every other test's scopes claim every source type).
+REAL_SOURCE_ROLES = True
+
 DECIDED = {
     "scope": "project",
     "subject": "api-layer",
