@@ -156,7 +156,7 @@ def http_404(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 
 def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
-    return error(request, 403, "forbidden", str(exc))
+    return error(request, 403, exc.code, str(exc), exc.field)
 
 
 def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:

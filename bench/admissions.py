@@ -108,7 +108,7 @@ def load_store(raw, fact_count: int):
 
     from memories.store.models import Predicate, Scope, SourceType
 
-    scope = Scope.objects.create(name="bench")
+    scope = Scope.objects.create(member_source_types=None, name="bench")
     steward = User.objects.create_user("steward")
     predicate = Predicate.objects.get(name="core/uses")
     source = SourceType.objects.get(name="code")

@@ -100,7 +100,7 @@ def run(options) -> None:
     from accounts.actions import issue_token
     from memories.store.models import Entity, Predicate, Scope, SourceType
 
-    scope = Scope.objects.create(name="bench")
+    scope = Scope.objects.create(member_source_types=None, name="bench")
     agents = []
     for n in range(options.clients):
         user = User.objects.create_user(f"agent-{n}")

@@ -187,7 +187,9 @@ def build_store(system_facts: int, *, seed: int = 0) -> Store:
     now = datetime.now(UTC)
     steward = User.objects.create_user("steward", is_superuser=True)
     agent = User.objects.create_user("agent")
-    scopes = [Scope.objects.create(name=f"bench-{n}").pk for n in range(SCOPES)]
+    scopes = [
+        Scope.objects.create(member_source_types=None, name=f"bench-{n}").pk for n in range(SCOPES)
+    ]
     predicates = {p.name: p.pk for p in Predicate.objects.all()}
     sources = {s.name: s.pk for s in SourceType.objects.all()}
     one = ["core/has-version", "core/owned-by", "core/works-at"]

@@ -65,7 +65,7 @@ def run(count: int, rounds: int) -> None:
     from memories.store.models import Entity, Predicate, Scope, SourceType
 
     user = User.objects.create_user("bench")
-    scope = Scope.objects.create(name="bench")
+    scope = Scope.objects.create(member_source_types=None, name="bench")
     entities = Entity.objects.bulk_create(
         Entity(scope=scope, name=f"service-{i}", key=f"service-{i}") for i in range(3_000)
     )

@@ -362,7 +362,9 @@ class _Generator:
 
         rng = self.rng
         self.scopes = [
-            Scope.objects.create(name=f"bench-{i:02d}", description=f"Bench scope {i}")
+            Scope.objects.create(
+                member_source_types=None, name=f"bench-{i:02d}", description=f"Bench scope {i}"
+            )
             for i in range(SCOPES)
         ]
         self.scope_ids = [scope.pk for scope in self.scopes]

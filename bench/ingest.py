@@ -259,7 +259,7 @@ def compare(
         # only be slower), then COPYs the first round's rows raw.
         for round_number in range(rounds):
             scope_name = f"{prefix}-{round_number}"
-            Scope.objects.create(name=scope_name).members.add(user)
+            Scope.objects.create(member_source_types=None, name=scope_name).members.add(user)
             actor = type(user).objects.get(pk=user.pk)  # scopes are read once per user object
             path = Path(folder) / f"{scope_name}.jsonl"
             path.write_text(

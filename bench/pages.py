@@ -763,12 +763,12 @@ def build_store(size: int) -> Store:
     steward = User.objects.create_user("steward")
     steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
     member = User.objects.create_user("member")
-    conflicted = Scope.objects.create(name="bench")
+    conflicted = Scope.objects.create(member_source_types=None, name="bench")
     conflicted.members.add(steward, member)
     grow(conflicted, steward, member, 0, size)
     others = []
     for n in range(OTHER_SCOPES):
-        scope = Scope.objects.create(name=f"bench-{n + 2}")
+        scope = Scope.objects.create(member_source_types=None, name=f"bench-{n + 2}")
         scope.members.add(steward, member)
         others.append(scope)
         spread(scope, member, size)

@@ -425,7 +425,7 @@ def small_store(facts: int) -> Store:
     steward = User.objects.create_user("bench-steward")
     steward.groups.add(Group.objects.get(name=STEWARDS_GROUP))
     agent = User.objects.create_user("bench-agent")
-    scopes = [Scope.objects.create(name=f"bench-{n}") for n in range(5)]
+    scopes = [Scope.objects.create(member_source_types=None, name=f"bench-{n}") for n in range(5)]
     for scope in scopes:
         scope.members.add(agent)
     _, secret = issue_token(actor=agent, name="bench")

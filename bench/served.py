@@ -301,7 +301,7 @@ def prepare(clients: int) -> dict:
     from memories.store.roles import STEWARDS_GROUP
     from memories.write.actions import assert_fact
 
-    scope = Scope.objects.create(name="bench")
+    scope = Scope.objects.create(member_source_types=None, name="bench")
     tokens = []
     for n in range(clients):
         user = User.objects.create_user(f"agent-{n}")

@@ -182,7 +182,7 @@ def _own_slots():
     from memories.store.models import Entity, Predicate, Scope
 
     user = User.objects.create_user("bench")
-    scope = Scope.objects.create(name="bench")
+    scope = Scope.objects.create(member_source_types=None, name="bench")
     scope.members.add(user)
     _, token = issue_token(actor=user, name="bench")
     uses = Predicate.objects.get(name="core/uses").pk

@@ -52,6 +52,22 @@ def fresh_vocabulary() -> None:
     forget_vocabulary()
 
 
+@pytest.fixture(autouse=True)
+def members_claim_every_source(request, monkeypatch) -> None:
+    """The suite's scopes let members claim every source type, as before issue 29 item 8.
+
+    Most tests write ``code`` or ``decision-record`` as members to set up a
+    slot; which role may claim which source is held by
+    tests/api/test_source_roles.py, whose scopes keep the real defaults
+    (``REAL_SOURCE_ROLES = True``). Patched where Django reads a field's
+    default, so every scope the ORM creates in a test gets it.
+    """
+    if getattr(request.module, "REAL_SOURCE_ROLES", False):
+        return
+    field = Scope._meta.get_field("member_source_types")
+    monkeypatch.setattr(field, "_get_default", lambda: None)
+
+
 @pytest.fixture
 def scope(db) -> Scope:
     return Scope.objects.create(name="project")

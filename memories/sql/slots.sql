@@ -168,6 +168,8 @@ $$;
 -- no lock taken: its slot is the other entity's, which the caller locks.
 DROP FUNCTION IF EXISTS claimgraph_open_slot(
     bigint, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
+-- Earlier return types and argument lists (the skeleton, the source types each
+-- role may claim) are dropped first.
 DROP FUNCTION IF EXISTS claimgraph_open_slot(
     bigint, text, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
 DROP FUNCTION IF EXISTS claimgraph_open_slot(
@@ -178,6 +180,7 @@ CREATE FUNCTION claimgraph_open_slot(
     p_object_kind text, p_object_key text, p_all_values boolean, p_group_ids bigint[]
 ) RETURNS TABLE (
     scope_id bigint, scope_name varchar, scope_description text, scope_created_at timestamptz,
+    scope_member_source_types varchar[], scope_steward_source_types varchar[],
     entity_id bigint, entity_scope_id bigint, entity_name varchar, entity_key varchar,
     entity_type varchar, entity_aliases varchar[], entity_alias_keys varchar[],
     entity_skeleton text, entity_alias_skeletons text[], entity_created_at timestamptz,
@@ -188,8 +191,10 @@ BEGIN
     -- for anyone else, and the caller then asks memories.store.lookups.writable_scope,
     -- the whole rule (a member, or a steward of the scope who is not one).
     -- This is not who may READ a fact: that is Fact.objects.readable_by.
-    SELECT s.id, s.name, s.description, s.created_at
-      INTO scope_id, scope_name, scope_description, scope_created_at
+    SELECT s.id, s.name, s.description, s.created_at, s.member_source_types,
+           s.steward_source_types
+      INTO scope_id, scope_name, scope_description, scope_created_at,
+           scope_member_source_types, scope_steward_source_types
       FROM memories_scope s
       JOIN memories_scope_members sm ON sm.scope_id = s.id AND sm.user_id = p_user_id
      WHERE s.name = p_scope_name;

@@ -22,6 +22,25 @@ class NotFound(Exception):
 class Forbidden(Exception):
     """Visible to the caller but not theirs to do (403)."""
 
+    code = "forbidden"
+    field: str | None = None
+
+
+class SourceTypeNotAllowed(Forbidden):
+    """A source type the account's role in the scope may not claim (issue 29 item 8)."""
+
+    code = "source_type_not_allowed"
+    field = "source_type"
+
+    def __init__(self, source_type: str, allowed: tuple[str, ...] | None) -> None:
+        may = ", ".join(allowed) if allowed else "none"
+        super().__init__(
+            f"source type {source_type!r} is not one your role in this scope may claim;"
+            f" you may claim: {may}"
+        )
+        self.source_type = source_type
+        self.allowed = allowed
+
 
 class StateConflict(Exception):
     """The object is not in a state that allows this (409)."""
@@ -76,6 +95,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Rejected",
+    "SourceTypeNotAllowed",
     "StateConflict",
     "outage_code",
 ]

@@ -69,7 +69,7 @@ from memories.store.models import (
     Outcome,
     Scope,
 )
-from memories.store.permissions import may_end, may_resolve
+from memories.store.permissions import check_source_type, may_end, may_resolve
 from memories.store.slots import LOCK_SQL, lock_predicate_slot
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
@@ -109,6 +109,9 @@ def assert_fact(
         raise NotFound("scope")
     with transaction.atomic():
         scope, subject, standing = _open_slot(actor, assertion, vocab)
+        # Refused before anything is decided; the transaction takes back the
+        # subject the slot's opening may have created.
+        check_source_type(actor, scope, assertion.source_type)
         return _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
 
 
@@ -167,14 +170,18 @@ def _open_slot(
         row = cursor.fetchone()
     if row is None:
         return writable_scope(actor, assertion.scope), None, None
-    scope = Scope.from_db(connection.alias, None, row[:4])
-    *entity_row, standing = row[4:]
+    scope = Scope.from_db(connection.alias, None, row[:_SCOPE_COLUMNS])
+    *entity_row, standing = row[_SCOPE_COLUMNS:]
     subject = named_from_row(entity_row)
     if standing is None:
         return scope, subject, None
     if isinstance(standing, str):
         standing = json.loads(standing)
     return scope, subject, [_standing_fact(vocab, fact) for fact in standing]
+
+
+# claimgraph_open_slot answers the scope's columns first, in the model's order.
+_SCOPE_COLUMNS = len(Scope._meta.concrete_fields)
 
 
 def _do_assert(

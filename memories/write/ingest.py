@@ -61,9 +61,10 @@ from memories.core import decisions
 from memories.core.decisions import Rejected
 from memories.core.effects import LookAlike
 from memories.core.normalize import name_skeleton, value_key
-from memories.store.errors import NotFound
+from memories.store.errors import NotFound, SourceTypeNotAllowed
 from memories.store.lookups import hot_cursor, writable_scope
 from memories.store.models import Entity, Fact, ObjectKind, Scope
+from memories.store.permissions import check_source_type
 from memories.store.slots import lock_slots
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
 from memories.write.actions import assert_fact
@@ -336,6 +337,11 @@ def _parse(number, raw, actor, vocab, scopes, *, now: datetime) -> Line:
     scope = scopes[assertion.scope]
     if scope is None:
         raise Rejected("scope", "not found")
+    try:
+        check_source_type(actor, scope, assertion.source_type)
+    except SourceTypeNotAllowed as refused:
+        # The batch's convention: the line is rejected, naming the field.
+        raise Rejected(refused.field, str(refused)) from None
     return Line(number=number, assertion=assertion, scope_id=scope.pk, now=now)
 
 

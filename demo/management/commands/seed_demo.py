@@ -218,14 +218,15 @@ class Demo:
         search = self.say(steward, "search", "core/has-version", "1.5", "code")
         self.admit(search, "release notes")
 
-        # Facts with a verdict, and candidates still waiting for one.
+        # Facts with a verdict, and candidates still waiting for one. The
+        # member claims only the sources a member may (issue 29 item 8).
         admitted = []
         for subject, predicate, obj, source in [
-            ("shoply", "core/uses", "PostgreSQL", "code"),
+            ("shoply", "core/uses", "PostgreSQL", "user-assertion"),
             ("shoply", "core/owned-by", "payments-team", "user-assertion"),
-            ("AuthService", "core/depends-on", "PostgreSQL", "code"),
+            ("AuthService", "core/depends-on", "PostgreSQL", "user-assertion"),
             ("ada", "core/works-at", "Northstar Labs", "user-assertion"),
-            ("checkout", "core/uses", "Stripe", "code"),
+            ("checkout", "core/uses", "Stripe", "user-assertion"),
         ]:
             result = self.say(member, subject, predicate, obj, source)
             self.admit(result, "checked against the source")

@@ -20,6 +20,16 @@ class ScopeQuerySet(models.QuerySet["Scope"]):
         return self.all() if ids is None else self.filter(pk__in=ids)
 
 
+# The source types a member may claim unless an admin says otherwise (issue 29
+# item 8): what an agent or a person can say from their own session. The
+# decision sources (decision-record, code) and the rest are the stewards'.
+MEMBER_SOURCE_TYPES = ("agent-note", "session-log", "user-assertion")
+
+
+def default_member_source_types() -> list[str]:
+    return list(MEMBER_SOURCE_TYPES)
+
+
 class Scope(models.Model):
     """A security envelope: nothing is compared, linked or shown across scopes."""
 
@@ -29,6 +39,23 @@ class Scope(models.Model):
         settings.AUTH_USER_MODEL, blank=True, related_name="member_scopes"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Which source types an account may claim in this scope is part of its
+    # role (memories.store.permissions.claimable_source_types). Null: every
+    # source type, including ones added to the vocabulary later.
+    member_source_types = ArrayField(
+        models.CharField(max_length=500),
+        null=True,
+        blank=True,
+        default=default_member_source_types,
+        help_text="Source types members may claim, comma-separated; empty for every one.",
+    )
+    steward_source_types = ArrayField(
+        models.CharField(max_length=500),
+        null=True,
+        blank=True,
+        default=None,
+        help_text="Source types stewards may claim, comma-separated; empty for every one.",
+    )
 
     objects = ScopeQuerySet.as_manager()
 
