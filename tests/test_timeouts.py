@@ -198,6 +198,9 @@ def test_management_commands_and_the_worker_run_without_the_web_bounds(setting: 
     env = database_environment(
         CLAIMGRAPH_LOCK_TIMEOUT_MS="500", CLAIMGRAPH_STATEMENT_TIMEOUT_MS="500"
     )
+    # A test that imported the ASGI application marked this process as served;
+    # a management command started from it is not.
+    env.pop("CLAIMGRAPH_WEB_DATABASE_TIMEOUTS", None)
     shown = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", show],
         cwd=ROOT,
