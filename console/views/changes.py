@@ -19,13 +19,15 @@ from console.views.common import (
     refusals,
     steward_scopes,
 )
-from memories.store.errors import Rejected
+from memories.store.errors import Rejected, StateConflict
 from memories.store.models import AuditEntry
-from memories.write.reverts import revert_automatic_change
+from memories.write.reverts import revert_automatic_change, why_not_revertible
 
 
 def _changes_context(
-    request: HtmxHttpRequest, failed: tuple[int, RevertForm] | None = None
+    request: HtmxHttpRequest,
+    failed: tuple[int, RevertForm] | None = None,
+    refused: str | None = None,
 ) -> dict[str, Any]:
     form = ChangesFilterForm(request.GET or None, user=request.user)
     rows = AuditEntry.objects.visible_to(request.user).automatic()
@@ -41,9 +43,19 @@ def _changes_context(
     in_words(request.user, list(page))
     for entry in page:
         entry.revert = reverts.get(entry.pk)
-        entry.may_revert = entry.revert is None and entry.scope_id in stewarded
+        entry.no_revert = why_not_revertible(entry) if entry.revert is None else None
+        entry.may_revert = (
+            entry.revert is None and entry.no_revert is None and entry.scope_id in stewarded
+        )
         entry.revert_form = failed[1] if failed and failed[0] == entry.pk else None
-    return {"form": form, "page": page, "query": page_query(request)}
+    return {
+        "form": form,
+        "page": page,
+        "query": page_query(request),
+        "refused": (failed[0], refused, failed[1].data.get("reason", ""))
+        if failed and refused
+        else None,
+    }
 
 
 @require_GET
@@ -68,6 +80,11 @@ def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
             )
         except Rejected as error:
             add_rejection(form, error)
+        except StateConflict as error:
+            # Back to the list, saying why, with the reason as typed.
+            form.add_error(None, str(error))
+            context = _changes_context(request, failed=(entry_id, form), refused=str(error))
+            return render(request, "console/changes.html", context, status=409)
         else:
             return done(request, f"Change {entry_id} was reverted.", reverse("changes"))
     context = _changes_context(request, failed=(entry_id, form))

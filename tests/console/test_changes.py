@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from memories.store.models import AuditEntry
-from tests.changes_world import state, write_path_supersession
+from tests.changes_world import state, write, write_path_supersession
 from tests.console.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +80,35 @@ def test_the_list_filters_by_rule(member, steward):
     client = signed_in(steward)
     assert client.get(reverse("changes"), {"rule": "crawler"}).context["page"].object_list == []
     assert len(client.get(reverse("changes"), {"rule": "write"}).context["page"]) == 1
+
+
+def _write_path_conflict(member, steward):
+    """A code fact, then an outranked session-log rival: the write path opens a conflict."""
+    write(steward, "AuthService", "core/has-version", "2.0.0", source="code")
+    write(member, "AuthService", "core/has-version", "2.1.0", source="session-log")
+    return AuditEntry.objects.get(action="opened-conflict")
+
+
+def test_a_change_no_revert_exists_for_shows_why_and_links_its_conflict(member, steward):
+    entry = _write_path_conflict(member, steward)
+    assert entry.rule.startswith("write path:")
+    page = signed_in(steward).get(reverse("changes")).content.decode()
+    assert reverse("change-revert", args=[entry.pk]) not in page
+    assert "rule on it from the conflict" in page
+    assert reverse("conflict", args=[entry.target_id]) in page
+
+
+def test_a_refused_revert_returns_to_the_list_with_the_message_and_the_typed_reason(
+    member, steward
+):
+    entry, *_ = write_path_supersession(member)
+    client = signed_in(steward)
+    client.post(reverse("change-revert", args=[entry.pk]), {"reason": "first"})
+    written = AuditEntry.objects.count()
+    again = client.post(reverse("change-revert", args=[entry.pk]), {"reason": "typed twice"})
+    assert again.status_code == 409
+    page = again.content.decode()
+    assert "Automatic changes" in page and "this change was already reverted" in page
+    assert f'href="#change-{entry.pk}"' in page
+    assert "typed twice" in page  # kept, though the row now shows the first revert
+    assert AuditEntry.objects.count() == written
