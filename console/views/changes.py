@@ -19,8 +19,9 @@ from console.views.common import (
     refusals,
     steward_scopes,
 )
+from memories.core.reverts import DECAY, SUPERSESSION
 from memories.store.errors import Rejected, StateConflict
-from memories.store.models import AuditEntry
+from memories.store.models import AuditEntry, Fact
 from memories.write.reverts import revert_automatic_change, why_not_revertible
 
 
@@ -58,6 +59,29 @@ def _changes_context(
     }
 
 
+def _reverted(entry_id: int, record: AuditEntry) -> str:
+    """The flash after a revert: what came back, and whether the revert opened a conflict."""
+    after = record.after or {}
+    said = f"Change {entry_id} was reverted"
+    fact = (
+        Fact.objects.select_related("subject", "predicate", "object_ref")
+        .filter(pk=after.get("fact"))
+        .first()
+        if after.get("fact")
+        else None
+    )
+    if fact is not None and after.get("kind") == SUPERSESSION:
+        said += f": {fact} is back"
+    elif fact is not None and after.get("kind") == DECAY:
+        said += f": {fact} is no longer marked decayed"
+    if after.get("opened_conflict"):
+        return (
+            f"{said}. It competes with the value standing now, so a conflict is open:"
+            " its link is in the change's row."
+        )
+    return f"{said}."
+
+
 @require_GET
 @login_required
 def changes(request: HtmxHttpRequest) -> HttpResponse:
@@ -75,7 +99,7 @@ def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     form = RevertForm(request.POST)
     if form.is_valid():
         try:
-            revert_automatic_change(
+            record = revert_automatic_change(
                 actor=request.user, entry_id=entry_id, reason=form.cleaned_data["reason"]
             )
         except Rejected as error:
@@ -86,6 +110,6 @@ def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
             context = _changes_context(request, failed=(entry_id, form), refused=str(error))
             return render(request, "console/changes.html", context, status=409)
         else:
-            return done(request, f"Change {entry_id} was reverted.", reverse("changes"))
+            return done(request, _reverted(entry_id, record), reverse("changes"))
     context = _changes_context(request, failed=(entry_id, form))
     return render(request, "console/changes.html", context, status=400)

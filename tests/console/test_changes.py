@@ -59,7 +59,7 @@ def test_a_steward_reverts_without_javascript_and_the_row_says_so(member, stewar
     )
     assert response.redirect_chain[-1][0] == reverse("changes")
     page = response.content.decode()
-    assert f"Change {entry.pk} was reverted." in page
+    assert f"Change {entry.pk} was reverted: AuthService core/has-version 1.0 is back" in page
     assert f"Reverted by {steward.username}" in page and "too eager" in page
     assert state(older) == before
     again = client.post(reverse("change-revert", args=[entry.pk]), {"reason": "again"})
@@ -112,3 +112,17 @@ def test_a_refused_revert_returns_to_the_list_with_the_message_and_the_typed_rea
     assert f'href="#change-{entry.pk}"' in page
     assert "typed twice" in page  # kept, though the row now shows the first revert
     assert AuditEntry.objects.count() == written
+
+
+def test_a_revert_says_which_value_came_back_and_links_the_conflict_it_opened(member, steward):
+    entry, *_ = write_path_supersession(member)
+    response = signed_in(steward).post(
+        reverse("change-revert", args=[entry.pk]), {"reason": "still deployed"}, follow=True
+    )
+    record = AuditEntry.objects.reverts_of([entry.pk]).get()
+    opened = record.after["opened_conflict"]
+    assert opened  # 1.0 and 1.1 compete on a one-valued slot
+    page = response.content.decode()
+    assert f"Change {entry.pk} was reverted: AuthService core/has-version 1.0 is back" in page
+    assert "a conflict is open" in page
+    assert reverse("conflict", args=[opened]) in page
