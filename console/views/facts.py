@@ -190,8 +190,9 @@ def _fact_context(
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
-        # A verdict cannot lift a suspension (SPEC §6 rule 5): only a refutation does.
-        "may_admit": status is not None and status.status != "suspended",
+        # A verdict cannot lift a suspension (SPEC §6 rule 5): only a refutation does;
+        # an admitted fact has nothing a second Admit would change.
+        "may_admit": status is not None and status.status not in ("suspended", "admitted"),
         "queue": queue,
         "ground_max": MAX_REASON_LENGTH,
         "chain": supersession_chain(fact, limit=CHAIN_LIMIT),

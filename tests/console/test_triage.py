@@ -180,7 +180,7 @@ def test_a_challenge_queued_beyond_the_cap_is_badged_queued(as_steward, steward,
 
 
 def test_admit_is_not_offered_on_a_suspended_fact_and_the_page_says_why(as_steward, member, world):
-    page = as_steward.get(reverse("fact", args=[world.admitted.pk])).content.decode()
+    page = as_steward.get(reverse("fact", args=[world.candidates[0].pk])).content.decode()
     assert 'value="admitted">Admit</button>' in page
     file_challenge(
         actor=member, fact_id=world.admitted.pk, ground="old", evidence=[{"ref": "PR-1"}]
