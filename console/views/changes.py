@@ -19,13 +19,16 @@ from console.views.common import (
     refusals,
     steward_scopes,
 )
-from memories.store.errors import Rejected
-from memories.store.models import AuditEntry
-from memories.write.reverts import revert_automatic_change
+from memories.core.reverts import DECAY, SUPERSESSION
+from memories.store.errors import Rejected, StateConflict
+from memories.store.models import AuditEntry, Fact
+from memories.write.reverts import revert_automatic_change, why_not_revertible
 
 
 def _changes_context(
-    request: HtmxHttpRequest, failed: tuple[int, RevertForm] | None = None
+    request: HtmxHttpRequest,
+    failed: tuple[int, RevertForm] | None = None,
+    refused: str | None = None,
 ) -> dict[str, Any]:
     form = ChangesFilterForm(request.GET or None, user=request.user)
     rows = AuditEntry.objects.visible_to(request.user).automatic()
@@ -41,9 +44,42 @@ def _changes_context(
     in_words(request.user, list(page))
     for entry in page:
         entry.revert = reverts.get(entry.pk)
-        entry.may_revert = entry.revert is None and entry.scope_id in stewarded
+        entry.no_revert = why_not_revertible(entry) if entry.revert is None else None
+        entry.may_revert = (
+            entry.revert is None and entry.no_revert is None and entry.scope_id in stewarded
+        )
         entry.revert_form = failed[1] if failed and failed[0] == entry.pk else None
-    return {"form": form, "page": page, "query": page_query(request)}
+    return {
+        "form": form,
+        "page": page,
+        "query": page_query(request),
+        "refused": (failed[0], refused, failed[1].data.get("reason", ""))
+        if failed and refused
+        else None,
+    }
+
+
+def _reverted(entry_id: int, record: AuditEntry) -> str:
+    """The flash after a revert: what came back, and whether the revert opened a conflict."""
+    after = record.after or {}
+    said = f"Change {entry_id} was reverted"
+    fact = (
+        Fact.objects.select_related("subject", "predicate", "object_ref")
+        .filter(pk=after.get("fact"))
+        .first()
+        if after.get("fact")
+        else None
+    )
+    if fact is not None and after.get("kind") == SUPERSESSION:
+        said += f": {fact} is back"
+    elif fact is not None and after.get("kind") == DECAY:
+        said += f": {fact} is no longer marked decayed"
+    if after.get("opened_conflict"):
+        return (
+            f"{said}. It competes with the value standing now, so a conflict is open:"
+            " its link is in the change's row."
+        )
+    return f"{said}."
 
 
 @require_GET
@@ -63,12 +99,17 @@ def revert(request: HtmxHttpRequest, entry_id: int) -> HttpResponse:
     form = RevertForm(request.POST)
     if form.is_valid():
         try:
-            revert_automatic_change(
+            record = revert_automatic_change(
                 actor=request.user, entry_id=entry_id, reason=form.cleaned_data["reason"]
             )
         except Rejected as error:
             add_rejection(form, error)
+        except StateConflict as error:
+            # Back to the list, saying why, with the reason as typed.
+            form.add_error(None, str(error))
+            context = _changes_context(request, failed=(entry_id, form), refused=str(error))
+            return render(request, "console/changes.html", context, status=409)
         else:
-            return done(request, f"Change {entry_id} was reverted.", reverse("changes"))
+            return done(request, _reverted(entry_id, record), reverse("changes"))
     context = _changes_context(request, failed=(entry_id, form))
     return render(request, "console/changes.html", context, status=400)

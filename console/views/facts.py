@@ -26,6 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
 from admissions.models import FactVerdict, Record, Role
 from admissions.selectors import (
+    fact_status,
     fact_status_and_records,
     recall,
     suspended_fact_ids,
@@ -190,8 +191,9 @@ def _fact_context(
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
-        # A verdict cannot lift a suspension (SPEC §6 rule 5): only a refutation does.
-        "may_admit": status is not None and status.status != "suspended",
+        # A verdict cannot lift a suspension (SPEC §6 rule 5): only a refutation does;
+        # an admitted fact has nothing a second Admit would change.
+        "may_admit": status is not None and status.status not in ("suspended", "admitted"),
         "queue": queue,
         "ground_max": MAX_REASON_LENGTH,
         "chain": supersession_chain(fact, limit=CHAIN_LIMIT),
@@ -224,6 +226,19 @@ def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
     found = readable_fact(request.user, fact_id)
     context = _fact_context(request.user, found, queue=request.GET.get("queue"))
     return render(request, "console/fact.html", context)
+
+
+def _filed(found: Fact, filed: Record) -> str:
+    """The flash after a challenge: filed, and whether it takes effect (SPEC §6 rule 6)."""
+    said = f"Challenge filed against {found}."
+    status = fact_status(found)
+    if status is not None and filed.pk in status.queued:
+        return (
+            f"{said} It is queued with no effect: your open evidenced challenges already"
+            " suspend as many facts as your flood cap allows in this scope. It takes effect"
+            " when one of them is refuted or more facts are admitted."
+        )
+    return said
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
@@ -279,7 +294,7 @@ def challenge(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
     form = ChallengeForm(request.POST)
     if form.is_valid():
         try:
-            file_challenge(
+            filed = file_challenge(
                 actor=request.user,
                 fact_id=found.pk,
                 ground=form.cleaned_data["ground"],
@@ -288,7 +303,7 @@ def challenge(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
         except Rejected as error:
             add_rejection(form, error)
         else:
-            return _after_record(request, found, f"Challenge filed against {found}.")
+            return _after_record(request, found, _filed(found, filed))
     return _refused_input(request, found, "challenge", form)
 
 

@@ -24,7 +24,12 @@ from console.forms import ConfirmWithdrawalForm, WithdrawalForm
 from console.views.common import HtmxHttpRequest, add_rejection, done, refusals, steward_scopes
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Fact, Scope, Withdrawal
-from memories.write.episodes import PlanChanged, WithdrawalPlan, withdraw_episode
+from memories.write.episodes import (
+    PlanChanged,
+    WithdrawalPlan,
+    recent_episodes,
+    withdraw_episode,
+)
 
 # withdraw_episode asks every caller for a reason; a dry run records nothing.
 DRY_RUN_REASON = "dry run"
@@ -76,7 +81,13 @@ def withdraw(request: HtmxHttpRequest) -> HttpResponse:
         if changed is not None:
             initial["reason"] = request.POST.get("reason", "")
         confirm = ConfirmWithdrawalForm(initial=initial, scopes=scopes)
-    context = {"form": form, "plan": plan, "confirm": confirm, "changed": changed}
+    context = {
+        "form": form,
+        "plan": plan,
+        "confirm": confirm,
+        "changed": changed,
+        "episodes": recent_episodes(scopes),
+    }
     template = "console/withdraw.html"
     if request.htmx and not request.htmx.boosted:
         template += "#withdrawal-plan"

@@ -43,6 +43,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Count, Max
 from django.utils import timezone
 
 from memories.core import decisions
@@ -387,3 +388,21 @@ def _do_withdraw(plan: WithdrawalPlan, *, actor: User, reason: str, now: datetim
     recompute_on_commit(applied.touched)
     closed = applied.closed_moot
     plan.closed_conflicts = sorted(closed, key=str)
+
+
+RECENT_EPISODES = 20
+
+
+def recent_episodes(scopes, limit: int = RECENT_EPISODES):
+    """The episodes that wrote facts in ``scopes``, last write first: a steward's way to find one.
+
+    Each row: ``scope__name``, ``episode``, ``author__username``, ``facts``
+    (how many facts it wrote) and ``last`` (its latest write).
+    """
+    return (
+        Fact.objects.filter(scope__in=scopes)
+        .exclude(episode="")
+        .values("scope__name", "episode", "author__username")
+        .annotate(facts=Count("id"), last=Max("recorded_at"))
+        .order_by("-last", "episode")[:limit]
+    )

@@ -54,6 +54,20 @@ def visible_change(actor: User, entry_id: int | str) -> AuditEntry:
     return entry
 
 
+def why_not_revertible(entry: AuditEntry) -> str | None:
+    """Why no revert is defined for ``entry``'s kind of change, or None if one is.
+
+    Asks the core's one rule (:func:`memories.core.reverts.revert_kind`), so a
+    page can leave out a revert form that could only be refused. Whether the
+    state has since moved on is known only when the revert is tried.
+    """
+    try:
+        revert_kind(_entry_value(entry))
+    except NotRevertible as refusal:
+        return str(refusal)
+    return None
+
+
 def revert_automatic_change(
     *, actor: User, entry_id: int | str, reason: str, now: datetime | None = None
 ) -> AuditEntry:

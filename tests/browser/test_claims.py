@@ -170,3 +170,19 @@ def test_the_dashboard_marks_a_queue_over_target_and_lists_own_actions(
     ).wait_for()
     assert no_sideways_scroll(page)
     photograph(page, "dashboard-targets")
+
+
+def test_a_steward_finds_an_episode_in_the_recent_list_and_opens_its_dry_run(open_browser, world):
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto("/withdrawals/")
+    page.get_by_text("Recent episodes", exact=True).wait_for()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(
+            path=f"/work/wt/i30-flows-shots/withdraw-episodes-{width}.png", full_page=True
+        )
+        assert no_sideways_scroll(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("link", name="run-7").first.click()
+    page.get_by_role("heading", name="Dry run: run-7 in project").wait_for()

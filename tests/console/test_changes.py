@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from memories.store.models import AuditEntry
-from tests.changes_world import state, write_path_supersession
+from tests.changes_world import state, write, write_path_supersession
 from tests.console.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +59,7 @@ def test_a_steward_reverts_without_javascript_and_the_row_says_so(member, stewar
     )
     assert response.redirect_chain[-1][0] == reverse("changes")
     page = response.content.decode()
-    assert f"Change {entry.pk} was reverted." in page
+    assert f"Change {entry.pk} was reverted: AuthService core/has-version 1.0 is back" in page
     assert f"Reverted by {steward.username}" in page and "too eager" in page
     assert state(older) == before
     again = client.post(reverse("change-revert", args=[entry.pk]), {"reason": "again"})
@@ -80,3 +80,49 @@ def test_the_list_filters_by_rule(member, steward):
     client = signed_in(steward)
     assert client.get(reverse("changes"), {"rule": "crawler"}).context["page"].object_list == []
     assert len(client.get(reverse("changes"), {"rule": "write"}).context["page"]) == 1
+
+
+def _write_path_conflict(member, steward):
+    """A code fact, then an outranked session-log rival: the write path opens a conflict."""
+    write(steward, "AuthService", "core/has-version", "2.0.0", source="code")
+    write(member, "AuthService", "core/has-version", "2.1.0", source="session-log")
+    return AuditEntry.objects.get(action="opened-conflict")
+
+
+def test_a_change_no_revert_exists_for_shows_why_and_links_its_conflict(member, steward):
+    entry = _write_path_conflict(member, steward)
+    assert entry.rule.startswith("write path:")
+    page = signed_in(steward).get(reverse("changes")).content.decode()
+    assert reverse("change-revert", args=[entry.pk]) not in page
+    assert "rule on it from the conflict" in page
+    assert reverse("conflict", args=[entry.target_id]) in page
+
+
+def test_a_refused_revert_returns_to_the_list_with_the_message_and_the_typed_reason(
+    member, steward
+):
+    entry, *_ = write_path_supersession(member)
+    client = signed_in(steward)
+    client.post(reverse("change-revert", args=[entry.pk]), {"reason": "first"})
+    written = AuditEntry.objects.count()
+    again = client.post(reverse("change-revert", args=[entry.pk]), {"reason": "typed twice"})
+    assert again.status_code == 409
+    page = again.content.decode()
+    assert "Automatic changes" in page and "this change was already reverted" in page
+    assert f'href="#change-{entry.pk}"' in page
+    assert "typed twice" in page  # kept, though the row now shows the first revert
+    assert AuditEntry.objects.count() == written
+
+
+def test_a_revert_says_which_value_came_back_and_links_the_conflict_it_opened(member, steward):
+    entry, *_ = write_path_supersession(member)
+    response = signed_in(steward).post(
+        reverse("change-revert", args=[entry.pk]), {"reason": "still deployed"}, follow=True
+    )
+    record = AuditEntry.objects.reverts_of([entry.pk]).get()
+    opened = record.after["opened_conflict"]
+    assert opened  # 1.0 and 1.1 compete on a one-valued slot
+    page = response.content.decode()
+    assert f"Change {entry.pk} was reverted: AuthService core/has-version 1.0 is back" in page
+    assert "a conflict is open" in page
+    assert reverse("conflict", args=[opened]) in page

@@ -522,3 +522,10 @@ def test_a_plain_or_numeric_cell_is_left_alone():
     assert safe_cell("plain - text") == "plain - text"
     assert safe_cell(-3) == -3
     assert safe_cell(None) is None
+
+
+def test_an_admitted_fact_offers_no_second_admit_but_still_reject(as_steward, world):
+    page = as_steward.get(reverse("fact", args=[world.admitted.pk])).content.decode()
+    assert 'value="admitted">Admit</button>' not in page
+    assert 'value="rejected" class="danger">Reject</button>' in page
+    assert "Already admitted" in page

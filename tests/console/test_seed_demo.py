@@ -41,6 +41,8 @@ def test_demo_fills_every_queue_and_a_second_run_adds_nothing(client):
     assert Conflict.objects.resolved().exists()
     assert Outcome.objects.exists()
     assert at_the_cap() == ["challenger"]
+    # An episode to find on the withdraw page's Recent episodes.
+    assert Fact.objects.filter(episode="agent-session-12").count() == 2
 
     client.force_login(User.objects.get(username="steward"))
     queues = {q.label: q.count for q in client.get(reverse("dashboard")).context["queues"]}

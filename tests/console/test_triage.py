@@ -180,7 +180,7 @@ def test_a_challenge_queued_beyond_the_cap_is_badged_queued(as_steward, steward,
 
 
 def test_admit_is_not_offered_on_a_suspended_fact_and_the_page_says_why(as_steward, member, world):
-    page = as_steward.get(reverse("fact", args=[world.admitted.pk])).content.decode()
+    page = as_steward.get(reverse("fact", args=[world.candidates[0].pk])).content.decode()
     assert 'value="admitted">Admit</button>' in page
     file_challenge(
         actor=member, fact_id=world.admitted.pk, ground="old", evidence=[{"ref": "PR-1"}]
@@ -321,3 +321,23 @@ def test_the_export_stays_the_machine_format(as_steward, steward, world):
         world.conflict.pk
     )
     assert line["at"].endswith("+00:00")
+
+
+def test_a_challenge_past_its_flood_cap_is_told_it_is_queued_with_no_effect(steward, member):
+    from tests.admissions.conftest import write_fact
+    from tests.console.conftest import signed_in
+
+    facts = [write_fact(steward, f"lib-{n}") for n in range(8)]  # cap 2 of 8 admitted
+    for fact in facts:
+        record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="checked")
+    client = signed_in(member)
+    said = []
+    for fact in facts[:3]:
+        response = client.post(
+            reverse("fact-challenge", args=[fact.pk]),
+            {"ground": "outdated", "evidence": "PR-1"},
+        )
+        assert response.status_code == 302
+        said.append([str(m) for m in get_messages(response.wsgi_request)][-1])
+    assert "queued" not in said[0] and "queued" not in said[1]
+    assert "queued with no effect" in said[2] and "flood cap" in said[2]

@@ -133,3 +133,10 @@ def test_a_confirmation_after_the_episode_grew_withdraws_nothing_and_shows_the_n
     assert new_token != token and new_token == dry_run_token(as_steward)
     assert as_steward.post(reverse("withdraw"), {**posted, "token": new_token}).status_code == 302
     assert len(Withdrawal.objects.get().withdrawn) == 3
+
+
+def test_the_page_lists_the_scopes_recent_episodes_with_a_link_to_each_dry_run(episode, as_steward):
+    page = as_steward.get(reverse("withdraw")).content.decode()
+    assert "Recent episodes" in page
+    assert "run-7" in page
+    assert "?scope=project&amp;episode=run-7" in page

@@ -212,7 +212,14 @@ class Demo:
         )
         fly = self.say(steward, "shoply", "core/deployed-via", "Fly", "user-assertion")
         self.admit(fly, "fly.toml in the repository")
-        self.say(member, "shoply", "core/deployed-via", "Heroku", "agent-note")
+        self.say(
+            member,
+            "shoply",
+            "core/deployed-via",
+            "Heroku",
+            "agent-note",
+            episode="agent-session-12",
+        )
         # Clean supersession.
         self.say(steward, "search", "core/has-version", "1.4", "code")
         search = self.say(steward, "search", "core/has-version", "1.5", "code")
@@ -304,7 +311,14 @@ class Demo:
 
         # Two spellings of one database, merged by a steward.
         self.say(steward, "PostgreSQL", "core/has-version", "17", "code")
-        self.say(member, "Postgres", "core/owned-by", "data-team", "session-log")
+        self.say(
+            member,
+            "Postgres",
+            "core/owned-by",
+            "data-team",
+            "session-log",
+            episode="agent-session-12",
+        )
         merge_entities(
             actor=steward,
             entity_id=find_entity(self.scope, "Postgres").pk,
