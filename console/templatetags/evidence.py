@@ -1,4 +1,4 @@
-"""``{{ ref|evidence_ref }}``: an evidence reference as code, and a link when it is an http(s) URL."""
+"""``{{ ref|evidence_ref }}``: an evidence reference as code; a link when it is an http(s) URL."""
 
 from urllib.parse import urlsplit
 
