@@ -1,10 +1,13 @@
 """How the console looks (issue 30): no CSP violation while triaging candidates; evidence
 URLs are links; times in one format with the zone."""
 
+from pathlib import Path
+
 import pytest
+from playwright.sync_api import expect
 
 from tests.browser.conftest import needs_browser, sign_in
-from tests.browser.test_triage import queue, row  # noqa: F401  (the fixture)
+from tests.browser.test_triage import LONG_URL, queue, row  # noqa: F401  (the fixture)
 
 pytestmark = [
     pytest.mark.browser,
@@ -30,3 +33,47 @@ def test_triaging_candidates_violates_no_content_security_policy(open_browser, q
         item.wait_for(state="detached")
     page.wait_for_timeout(300)  # htmx settles 20 ms after the swap
     assert page.evaluate("window.__violations") == []
+
+
+SHOTS = Path("/work/wt/i30-looks-shots")
+
+
+def shoot(page, name: str) -> None:
+    if SHOTS.is_dir():
+        for width, height in ((1280, 900), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.screenshot(path=SHOTS / f"{name}-{width}.png", full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_an_evidence_url_is_a_link_that_passes_nothing_on(open_browser, queue):  # noqa: F811
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto("/candidates/?predicate=core%2Fuses")
+    link = row(page, "Redis").get_by_role("link", name=LONG_URL)
+    assert link.get_attribute("href") == LONG_URL
+    assert link.get_attribute("rel") == "noopener noreferrer nofollow"
+    assert row(page, "Redis").locator("time").first.get_attribute("title").endswith(" UTC")
+    shoot(page, "candidates")
+    page.goto(f"/facts/{queue['uses'][0].pk}/")
+    assert page.get_by_role("link", name=LONG_URL).get_attribute("rel") == (
+        "noopener noreferrer nofollow"
+    )
+    shoot(page, "fact")
+    page.goto(f"/conflicts/{queue['conflict'].pk}/")
+    assert page.locator(".conflict-meta time").get_attribute("title").endswith(" UTC")
+    shoot(page, "conflict")
+
+
+def test_the_keyboard_hint_shows_only_where_the_keys_act(open_browser, queue):  # noqa: F811
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto("/candidates/")
+    expect(page.locator("#keys-hint")).to_be_visible()
+    page.goto("/account/")
+    page.get_by_role("heading", name="Account").wait_for()
+    expect(page.locator("#keys-hint")).to_be_hidden()
+    shoot(page, "account")
+    page.goto("/health/")
+    expect(page.locator("#keys-hint")).to_be_hidden()
+    shoot(page, "health")
