@@ -77,3 +77,22 @@ def test_the_keyboard_hint_shows_only_where_the_keys_act(open_browser, queue):  
     page.goto("/health/")
     expect(page.locator("#keys-hint")).to_be_hidden()
     shoot(page, "health")
+
+
+def test_the_stewards_nav_fits_one_line_at_1280_and_the_account_page_mentions_mcp(
+    open_browser,
+    queue,  # noqa: F811
+):
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto("/account/")
+    header = page.locator(".site-header").bounding_box()
+    brand = page.locator(".site-header .brand").bounding_box()
+    assert header["height"] < brand["height"] * 3, "the header wraps to a second line"
+    assert "/mcp/" in page.locator("main").inner_text()
+    page.get_by_label("Token name").fill("laptop agent")
+    page.get_by_role("button", name="Issue a token").click()
+    revoke = page.get_by_role("button", name="Revoke laptop agent")
+    expect(revoke).to_have_class("secondary")
+    assert page.locator("table.tokens td", has_text="active").count() == 1
+    shoot(page, "account-token")
