@@ -51,3 +51,24 @@ def test_other_references_stay_code():
 def test_the_include_shows_the_when_format():
     out = Template('{% include "console/includes/when.html" with t=t %}').render(Context({"t": AT}))
     assert ">3 Nov 2026, 14:05 UTC</time>" in out
+
+
+def test_the_crawler_report_reads_in_words():
+    from console.templatetags.health_words import crawler_report
+
+    lines = dict(
+        crawler_report(
+            {
+                "walk": "since run 4",
+                "watermark": 1082,
+                "basis": "ab12cd34ef56",
+                "full pass": AT.isoformat(),
+            }
+        )
+    )
+    assert lines == {
+        "Walk": "only what changed since run 4",
+        "Looked at changes from transaction": 1082,
+        "Settings it relied on (vocabulary, decay)": "fingerprint ab12cd34",
+        "Builds on the full pass of": "3 Nov 2026, 14:05 UTC",
+    }
