@@ -14,13 +14,13 @@ from datetime import datetime
 from uuid import UUID
 
 from admissions.status import Finding, Status
+from memories.core.when import human_time
 
 # What the status fold writes for a time (``isoformat(timespec="seconds")``)
 # and for a record (``short_id``).
-_TOKEN = re.compile(
-    r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z))"
-    r"|(?P<record>\b[0-9a-f]{8}\b)"
-)
+_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)"
+_TIME = re.compile(_ISO)
+_TOKEN = re.compile(rf"(?P<time>{_ISO})|(?P<record>\b[0-9a-f]{{8}}\b)")
 
 
 @dataclass(frozen=True)
@@ -60,3 +60,8 @@ def _parts(finding: Finding, numbers: dict[UUID, int]) -> list[Part]:
     if at < len(finding.text):
         parts.append(Part(text=finding.text[at:]))
     return parts
+
+
+def humane_times(text: str, zone) -> str:
+    """``text`` with each ISO 8601 time in it written the one human way (``when``)."""
+    return _TIME.sub(lambda match: human_time(datetime.fromisoformat(match[0]), zone), text)

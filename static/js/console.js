@@ -254,4 +254,17 @@
       if (!button.form || !button.form.contains(event.target)) button.classList.remove("is-armed");
     });
   });
+
+  // --- the keyboard hint: only where the keys act (a queue or an action key) -----------
+
+  function showKeysHint() {
+    var hint = document.getElementById("keys-hint");
+    if (hint) hint.hidden = !document.querySelector("[data-queue-item], [data-key]");
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", showKeysHint);
+  } else {
+    showKeysHint();
+  }
+  document.addEventListener("htmx:afterSettle", showKeysHint);
 })();
