@@ -25,8 +25,8 @@ site:
 """
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
