@@ -64,6 +64,7 @@ def headers(secret: str, **extra: str) -> dict[str, str]:
     return {**ACCEPT, "Authorization": f"Bearer {secret}", **extra}
 
 
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
 def test_the_401_has_the_apis_error_shape(mcp_url):
     for authorization in (None, "Bearer not-a-token"):
         sent = {**ACCEPT, **({"Authorization": authorization} if authorization else {})}
@@ -87,6 +88,7 @@ def test_get_and_delete_answer_405_at_once_with_allow_post(mcp_url, secret, meth
     assert send(method, mcp_url, headers=ACCEPT).status_code == 405
 
 
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
 def test_a_session_id_header_is_ignored(mcp_url, secret):
     sent = headers(secret, **{"Mcp-Session-Id": "no-such-session"})
     response = send("POST", mcp_url, json=initialize(), headers=sent)
@@ -96,6 +98,7 @@ def test_a_session_id_header_is_ignored(mcp_url, secret):
     assert answered.status_code == 200, answered.text
 
 
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
 def test_routing_headers_must_match_the_body(mcp_url, secret):
     matching = headers(secret, **{"Mcp-Method": "tools/call", "Mcp-Name": "recall"})
     assert send("POST", mcp_url, json=call(), headers=matching).status_code == 200
@@ -112,6 +115,7 @@ def test_routing_headers_must_match_the_body(mcp_url, secret):
     assert send("POST", mcp_url, json=call(), headers=headers(secret)).status_code == 200
 
 
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
 def test_the_protocol_version_header_is_validated(mcp_url, secret):
     for version in ("2025-06-18", "2025-03-26", "2025-11-25"):
         sent = headers(secret, **{"MCP-Protocol-Version": version})
