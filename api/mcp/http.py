@@ -26,11 +26,13 @@ site:
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -195,14 +197,26 @@ def host_allowed(host: str) -> bool:
     return bool(domain) and validate_host(domain, allowed)
 
 
-def origin_allowed(origin: str | None) -> bool:
-    """No Origin (not a browser), one of this site's hosts, or a trusted origin."""
-    if origin is None:
+def origin_allowed(origin: str | None, own: str) -> bool:
+    """No Origin (not a browser), this site's own origin, or a trusted one: Django's CSRF rule.
+
+    The whole origin is compared (scheme, host and port), as
+    ``CsrfViewMiddleware`` does: ``own`` is this request's scheme and Host.
+    """
+    if origin is None or origin == own:
         return True
-    if origin in settings.CSRF_TRUSTED_ORIGINS:
+    trusted = settings.CSRF_TRUSTED_ORIGINS
+    if origin in trusted:
         return True
-    scheme, _, netloc = origin.partition("://")
-    return scheme in ("http", "https") and host_allowed(netloc)
+    found = urlsplit(origin)
+    for pattern in trusted:
+        if "*" not in pattern:
+            continue
+        allowed = urlsplit(pattern)
+        domain = allowed.netloc.lstrip("*")
+        if found.scheme == allowed.scheme and is_same_domain(found.netloc, domain):
+            return True
+    return False
 
 
 def _is_secure(scope: Scope, headers: Headers) -> bool:
@@ -275,8 +289,12 @@ class SiteGuard:
             query = scope.get("query_string", b"").decode("latin-1")
             target = f"https://{settings.SECURE_SSL_HOST or host}{scope['path']}"
             refusal = RedirectResponse(target + (f"?{query}" if query else ""), status_code=308)
-        elif not origin_allowed(headers.get("origin")):
+        elif not origin_allowed(headers.get("origin"), f"{'https' if secure else 'http'}://{host}"):
             refusal = _error(403, "forbidden", "requests from another site's pages are refused")
+        elif scope["method"] != "POST":
+            # No server stream (GET) and no session to end (DELETE): each call
+            # is one POST. Answered at once, so nothing is held open.
+            refusal = _error(405, "method_not_allowed", "only POST is answered here", Allow="POST")
         if refusal is not None:
             await refusal(scope, receive, guarded_send)
             return

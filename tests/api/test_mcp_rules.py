@@ -65,7 +65,7 @@ def test_mcp_accepts_the_hosts_django_accepts(settings, allowed, host, expected)
 def test_a_page_on_another_site_cannot_drive_the_tools(settings, origin, expected):
     settings.ALLOWED_HOSTS = ["claimgraph.example.org"]
     settings.CSRF_TRUSTED_ORIGINS = ["https://trusted.example.net"]
-    assert origin_allowed(origin) is expected
+    assert origin_allowed(origin, "https://claimgraph.example.org") is expected
 
 
 def test_hsts_only_over_https(settings):

@@ -1,0 +1,186 @@
+"""The MCP transport's edges (issue 31 §3's 401 body, §4; issue 29 §11's GET stream).
+
+Each against a live server: raw HTTP for what a client must not be able to
+do, and the SDK's own Streamable HTTP client for what it must still do.
+"""
+
+import time
+
+import httpx2
+import pytest
+
+from accounts.actions import issue_token
+from tests.api.mcp_client import live_site, over_http
+from tests.deadlines import PROCESS_DEADLINE
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def site() -> str:
+    with live_site() as url:
+        yield url
+
+
+@pytest.fixture
+def mcp_url(site) -> str:
+    return f"{site}/mcp/"
+
+
+@pytest.fixture
+def secret(member) -> str:
+    return issue_token(actor=member, name="agent")[1]
+
+
+def send(method: str, url: str, **options) -> httpx2.Response:
+    return httpx2.request(method, url, timeout=PROCESS_DEADLINE, **options)
+
+
+def initialize(version: str = "2025-06-18") -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+
+
+def call(tool: str = "recall", request_id: int = 2) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": {"scope": "acme", "subject": "AuthService"}},
+    }
+
+
+def headers(secret: str, **extra: str) -> dict[str, str]:
+    return {**ACCEPT, "Authorization": f"Bearer {secret}", **extra}
+
+
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
+def test_the_401_has_the_apis_error_shape(mcp_url):
+    for authorization in (None, "Bearer not-a-token"):
+        sent = {**ACCEPT, **({"Authorization": authorization} if authorization else {})}
+        response = send("POST", mcp_url, json=initialize(), headers=sent)
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        found = response.json()
+        assert found["code"] == "unauthenticated"
+        assert found["message"]
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_answer_405_at_once_with_allow_post(mcp_url, secret, method):
+    started = time.monotonic()
+    response = send(method, mcp_url, headers=headers(secret, **{"Mcp-Session-Id": "abc"}))
+    assert time.monotonic() - started < 5
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert response.json()["code"] == "method_not_allowed"
+    # Without a token as well: nothing is held open for anyone.
+    assert send(method, mcp_url, headers=ACCEPT).status_code == 405
+
+
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
+def test_a_session_id_header_is_ignored(mcp_url, secret):
+    sent = headers(secret, **{"Mcp-Session-Id": "no-such-session"})
+    response = send("POST", mcp_url, json=initialize(), headers=sent)
+    assert response.status_code == 200
+    assert "mcp-session-id" not in response.headers
+    answered = send("POST", mcp_url, json=call(), headers=sent)
+    assert answered.status_code == 200, answered.text
+
+
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
+def test_routing_headers_must_match_the_body(mcp_url, secret):
+    matching = headers(secret, **{"Mcp-Method": "tools/call", "Mcp-Name": "recall"})
+    assert send("POST", mcp_url, json=call(), headers=matching).status_code == 200
+    for wrong in (
+        {"Mcp-Method": "tools/list"},
+        {"Mcp-Method": "tools/call", "Mcp-Name": "assert_fact"},
+        {"Mcp-Name": "assert_fact"},
+    ):
+        response = send("POST", mcp_url, json=call(), headers=headers(secret, **wrong))
+        assert response.status_code == 400, wrong
+        assert response.json()["error"]["code"] == -32600
+        assert "header" in response.json()["error"]["message"]
+    # Absent headers (a 2025 client) are fine.
+    assert send("POST", mcp_url, json=call(), headers=headers(secret)).status_code == 200
+
+
+@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
+def test_the_protocol_version_header_is_validated(mcp_url, secret):
+    for version in ("2025-06-18", "2025-03-26", "2025-11-25"):
+        sent = headers(secret, **{"MCP-Protocol-Version": version})
+        assert send("POST", mcp_url, json=call(), headers=sent).status_code == 200, version
+    for version in ("1999-01-01", "latest", ""):
+        sent = headers(secret, **{"MCP-Protocol-Version": version})
+        response = send("POST", mcp_url, json=call(), headers=sent)
+        assert response.status_code == 400, version
+        assert "MCP-Protocol-Version" in response.text
+
+
+def test_tools_are_listed_in_a_fixed_order(mcp_url, secret):
+    def names():
+        return [t.name for t in over_http(mcp_url, secret, lambda s: s.list_tools()).tools]
+
+    assert names() == [
+        "assert_fact",
+        "recall",
+        "get_fact",
+        "slot_history",
+        "list_conflicts",
+        "challenge_fact",
+        "report_outcome",
+        "invalidate_fact",
+        "context",
+    ]
+    assert names() == names()
+
+
+def test_the_sdk_client_still_works_with_get_and_delete_refused(mcp_url, secret, caplog):
+    async def work(session):
+        return await session.list_tools()
+
+    assert len(over_http(mcp_url, secret, work).tools) == 9
+
+
+ORIGIN_CASES = [
+    ("{site}", True),
+    ("http://localhost:9999", False),
+    ("http://127.0.0.1:1", False),
+    ("https://{hostport}", False),
+    ("http://LOCALHOST:{port}", False),
+    ("http://localhost:{port}", False),
+    ("https://evil.example", False),
+    ("null", False),
+    ("http://trusted.example", True),
+    ("https://trusted.example", False),
+    ("https://sub.wild.example", True),
+    ("https://wild.example.evil", False),
+]
+
+
+@pytest.mark.parametrize(("origin", "accepted"), ORIGIN_CASES)
+def test_the_origin_check_compares_the_whole_origin(mcp_url, site, settings, origin, accepted):
+    settings.CSRF_TRUSTED_ORIGINS = ["http://trusted.example", "https://*.wild.example"]
+    hostport = site.removeprefix("http://")
+    port = hostport.rsplit(":", 1)[1]
+    origin = origin.format(site=site, hostport=hostport, port=port)
+    response = send("POST", mcp_url, json={}, headers={"Origin": origin})
+    assert response.status_code == (401 if accepted else 403), origin
+
+
+def test_with_every_host_allowed_another_origin_is_still_refused(mcp_url, site, settings):
+    settings.ALLOWED_HOSTS = ["*"]
+    settings.CSRF_TRUSTED_ORIGINS = []
+    refused = send("POST", mcp_url, json={}, headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403
+    assert send("POST", mcp_url, json={}, headers={"Origin": site}).status_code == 401
