@@ -51,13 +51,12 @@ def error(
     return HttpResponse(content, status=status, content_type=CONTENT_TYPE)
 
 
+# What a request without a valid token is told, by the API and by MCP alike.
+UNAUTHENTICATED = "a valid API token is required: send Authorization: Bearer <token>"
+
+
 def unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    response = error(
-        request,
-        401,
-        "unauthenticated",
-        "a valid API token is required: send Authorization: Bearer <token>",
-    )
+    response = error(request, 401, "unauthenticated", UNAUTHENTICATED)
     response["WWW-Authenticate"] = 'Bearer realm="claimgraph"'
     return response
 

@@ -24,6 +24,7 @@ site:
   ``CONN_MAX_AGE``. One connection a call at most, as for the JSON API.
 """
 
+import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from accounts.models import ApiToken
 from accounts.tokens import token_for_secret
+from api.errors import UNAUTHENTICATED
 from api.mcp.server import Caller, build_server
 from api.mcp.wire import invalid_request, parsed, refusal_json
 from memories.store.errors import outage_code
@@ -188,6 +190,26 @@ def _error(status: int, code: str, message: str, **headers: str) -> Response:
     return JSONResponse({"code": code, "message": message}, status_code=status, headers=headers)
 
 
+def unauthenticated_body(sdk_body: bytes) -> bytes:
+    """The 401 the SDK's bearer check answers, in the JSON API's error shape.
+
+    OAuth's own fields (``error``, ``error_description``) stay beside the API's
+    ``code`` and ``message``, so a client reading either finds what it expects.
+    """
+    try:
+        said = json.loads(sdk_body) if sdk_body else {}
+    except ValueError:
+        said = {}
+    if not isinstance(said, dict):
+        said = {}
+    answer = {
+        **said,
+        "code": "unauthenticated",
+        "message": UNAUTHENTICATED,
+    }
+    return json.dumps(answer).encode()
+
+
 def host_allowed(host: str) -> bool:
     """Whether Django would accept this Host header (``HttpRequest.get_host``'s rule)."""
     allowed = settings.ALLOWED_HOSTS
@@ -270,6 +292,8 @@ class SiteGuard:
         extra = security_headers(secure=secure)
         started = False
 
+        held: list[Message] = []
+
         async def guarded_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
@@ -277,6 +301,21 @@ class SiteGuard:
                 present = {name.lower() for name, _ in message.get("headers", [])}
                 added = [(name, value) for name, value in extra if name not in present]
                 message = {**message, "headers": [*message.get("headers", []), *added]}
+                if message["status"] == 401:
+                    held.append(message)
+                    return
+            elif held:
+                # The SDK's bearer check refused the token: its answer is
+                # held until its body is complete, then said in the API's shape.
+                held.append(message)
+                if message.get("more_body"):
+                    return
+                start, *bodies = held
+                body = unauthenticated_body(b"".join(m.get("body", b"") for m in bodies))
+                length = str(len(body)).encode()
+                kept = [(n, v) for n, v in start["headers"] if n.lower() != b"content-length"]
+                await send({**start, "headers": [*kept, (b"content-length", length)]})
+                message = {"type": "http.response.body", "body": body}
             await send(message)
 
         host = headers.get("x-forwarded-host") if settings.USE_X_FORWARDED_HOST else None

@@ -64,7 +64,6 @@ def headers(secret: str, **extra: str) -> dict[str, str]:
     return {**ACCEPT, "Authorization": f"Bearer {secret}", **extra}
 
 
-@pytest.mark.skip(reason="issue 31: written, not yet implemented (fails or hangs today)")
 def test_the_401_has_the_apis_error_shape(mcp_url):
     for authorization in (None, "Bearer not-a-token"):
         sent = {**ACCEPT, **({"Authorization": authorization} if authorization else {})}
