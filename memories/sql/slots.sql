@@ -106,19 +106,30 @@ BEGIN
                    (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
                    false
               FROM memories_entity e
-             WHERE e.id = (SELECT min(n.id) FROM named n);
+             WHERE e.scope_id = p_scope_id AND e.id = (SELECT min(n.id) FROM named n);
         IF FOUND THEN
             RETURN;
         END IF;
-        -- The same for the look: the name's skeleton (its own index, per
-        -- scope) or an alias's (the GIN index), the earliest entity.
+        -- The same for the look: a name with the same skeleton (its own index,
+        -- per scope), then an alias with it (the GIN index); the earliest.
         RETURN QUERY
             WITH looks AS MATERIALIZED (
                 SELECT e.id FROM memories_entity e
-                 WHERE e.scope_id = p_scope_id AND e.skeleton = p_skeleton
-                UNION ALL
+                 WHERE e.scope_id = p_scope_id AND p_skeleton <> '' AND e.skeleton = p_skeleton
+            )
+            SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
+                   e.skeleton, e.alias_skeletons, e.created_at,
+                   (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
+                   true
+              FROM memories_entity e
+             WHERE e.scope_id = p_scope_id AND e.id = (SELECT min(l.id) FROM looks l);
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        RETURN QUERY
+            WITH looks AS MATERIALIZED (
                 SELECT e.id FROM memories_entity e
-                 WHERE e.scope_id = p_scope_id
+                 WHERE e.scope_id = p_scope_id AND p_skeleton <> ''
                    AND e.alias_skeletons @> ARRAY[p_skeleton]::text[]
             )
             SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys,
@@ -126,7 +137,7 @@ BEGIN
                    (SELECT m.into_id FROM claimgraph_merge_in_force(e.scope_id, e.id) AS m),
                    true
               FROM memories_entity e
-             WHERE p_skeleton <> '' AND e.id = (SELECT min(l.id) FROM looks l);
+             WHERE e.scope_id = p_scope_id AND e.id = (SELECT min(l.id) FROM looks l);
         IF FOUND OR NOT p_create THEN
             RETURN;
         END IF;

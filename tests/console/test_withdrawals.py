@@ -49,7 +49,7 @@ def test_the_dry_run_lists_what_would_change_and_changes_nothing(episode, as_ste
     answer = as_steward.get(reverse("withdraw"), {"scope": "project", "episode": "run-7"})
     assert answer.status_code == 200
     text = answer.text
-    assert "Dry run: run-7 in project" in text
+    assert "Dry run: <bdi>run-7</bdi> in project" in text
     assert "Would withdraw 2 facts" in text and "6.6.6" in text and "Mongo" in text
     assert "Would reinstate 1 fact" in text and "2.0.0" in text
     assert ">Withdraw</button>" in text
