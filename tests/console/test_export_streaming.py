@@ -2,6 +2,7 @@
 
 import json
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -25,7 +26,10 @@ def test_the_export_under_asgi_streams_every_entry_without_a_warning(steward, wo
 
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*StreamingHttpResponse")
-        is_async, body = async_to_sync(fetch)()
+        # In a thread of its own: the browser tests' Playwright keeps an event
+        # loop running in the main thread, where async_to_sync may not run.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            is_async, body = pool.submit(async_to_sync(fetch)).result()
     assert is_async
     lines = body.decode().splitlines()
     count = AuditEntry.objects.count()
