@@ -152,7 +152,7 @@ class Agent:
                 "subject": subject,
                 "predicate": "core/has-version",
                 "object": "1.0.0",
-                "source_type": "code",
+                "source_type": "agent-note",
             },
         )
         if 200 <= status < 300:

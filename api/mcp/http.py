@@ -277,6 +277,12 @@ def security_headers(*, secure: bool) -> list[tuple[bytes, bytes]]:
     return [(name.lower().encode(), value.encode()) for name, value in found.items()]
 
 
+def _is_endpoint(scope: Scope) -> bool:
+    """Whether the request is for the MCP endpoint itself (``/mcp/``), not a path
+    under it that no route knows (a 404 whatever its method)."""
+    return scope["path"].removeprefix(scope.get("root_path", "")) in ("", "/")
+
+
 class SiteGuard:
     """An ASGI wrapper: the Host and Origin checks, HTTPS and the security headers."""
 
@@ -330,7 +336,7 @@ class SiteGuard:
             refusal = RedirectResponse(target + (f"?{query}" if query else ""), status_code=308)
         elif not origin_allowed(headers.get("origin"), f"{'https' if secure else 'http'}://{host}"):
             refusal = _error(403, "forbidden", "requests from another site's pages are refused")
-        elif scope["method"] != "POST":
+        elif scope["method"] != "POST" and _is_endpoint(scope):
             # No server stream (GET) and no session to end (DELETE): each call
             # is one POST. Answered at once, so nothing is held open.
             refusal = _error(405, "method_not_allowed", "only POST is answered here", Allow="POST")
