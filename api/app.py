@@ -5,7 +5,7 @@ together into one API with one OpenAPI document: the bearer token that
 authenticates every operation (``api.auth``), JSON bodies in and out
 (``api.bodies``), every refusal in the error shape (``api.errors``), and
 the routers (``api.memory``, ``api.admissions``, ``api.agents``,
-``api.changes``, ``api.health``), with a last one that answers any other
+``api.changes``, ``api.health``, ``api.search``), with a last one that answers any other
 path under /api/v1/ in JSON too.
 """
 
@@ -18,6 +18,7 @@ from api import agents as agents_api
 from api import changes as changes_api
 from api import health as health_api
 from api import memory as memories_api
+from api import search as search_api
 from api.auth import BearerToken
 from api.bodies import RENDERER, JsonBodies
 from api.errors import HANDLERS, json_not_allowed
@@ -65,6 +66,7 @@ api.add_router("", admissions_api.router)
 api.add_router("", agents_api.router)
 api.add_router("", changes_api.router)
 api.add_router("", health_api.router)
+api.add_router("", search_api.router)
 
 
 class _AnyPath:

@@ -34,6 +34,8 @@ from memories.store.errors import (
     NotFound,
     Rejected,
     StateConflict,
+    UnknownEntity,
+    UnknownName,
     outage_code,
 )
 
@@ -154,6 +156,31 @@ def http_404(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error(request, 404, "not_found", "not found")
 
 
+def suggesting(
+    request: HttpRequest, status: int, code: str, message: str, field: str, names: tuple[str, ...]
+) -> HttpResponse:
+    """The error shape with ``did_you_mean``: the valid names nearest to the one given."""
+    if names:
+        message = f"{message}; did you mean {', '.join(repr(name) for name in names)}?"
+    body = {"code": code, "message": message, "field": field, "did_you_mean": list(names)}
+    content = RENDERER.render(request, body, response_status=status)
+    return HttpResponse(content, status=status, content_type=CONTENT_TYPE)
+
+
+def unknown_name(request: HttpRequest, exc: UnknownName) -> HttpResponse:
+    # A predicate or source type outside the vocabulary (400).
+    return suggesting(
+        request, 400, "invalid", f"{exc.field} {exc.message}", exc.field, exc.did_you_mean
+    )
+
+
+def unknown_entity(request: HttpRequest, exc: UnknownEntity) -> HttpResponse:
+    # Only names in scopes the caller reads: the scope was found readable first.
+    return suggesting(
+        request, 404, "not_found", f"{exc.what} not found", exc.field, exc.did_you_mean
+    )
+
+
 def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
     return error(request, 403, exc.code, str(exc), exc.field)
 
@@ -212,12 +239,14 @@ HANDLERS: dict[type[Exception], Callable[[HttpRequest, Any], HttpResponse]] = {
     AuthenticationError: unauthenticated,
     RateLimited: rate_limited,
     Rejected: rejected,
+    UnknownName: unknown_name,
     ValidationError: invalid,
     RequestDataTooBig: too_large,
     TooManyFieldsSent: too_many_parameters,
     SuspiciousOperation: suspicious,
     HttpError: http_error,
     NotFound: not_found,
+    UnknownEntity: unknown_entity,
     Http404: http_404,
     Forbidden: forbidden,
     StateConflict: state_conflict,

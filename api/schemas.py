@@ -210,6 +210,11 @@ class ErrorOut(BaseModel):
     code: str
     message: str
     field: str | None = None
+    did_you_mean: list[str] | None = Field(
+        None,
+        description="For an unknown subject, predicate or source type: the valid names nearest"
+        " to the one given, nearest first.",
+    )
 
 
 class AdmissionOut(BaseModel):

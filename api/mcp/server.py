@@ -79,6 +79,7 @@ from api.schemas import (
     TruthOut,
     TruthQuery,
 )
+from api.search import SearchOut, SearchParameters, search_answer
 from memories.write.actions import assert_fact, invalidate_fact, record_outcome
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ ARGUMENT_NOTES = {
     "limit": "Page size.",
     "status": "open or resolved.",
     "budget": "The digest's length limit in characters.",
+    "q": "Words to find: a value, a statement's or evidence's words, a subject's name.",
 }
 
 
@@ -330,6 +332,23 @@ OPERATIONS = (
         answer=ContextOut,
         run=context_answer,
     ),
+    # New tools go last: tools/list answers in this fixed order.
+    Operation(
+        name="search",
+        title="Search facts",
+        description=(
+            "Find facts by what they say when you do not know the exact subject: words of a"
+            " value, a statement or evidence, or a subject's name or alias (typos forgiven),"
+            " in every scope you may read or one. Results are grouped by slot, best match"
+            " first, each fact with its rank; a slot's disputed values come apart in"
+            " `contested` with their conflicts — unknown — disputed: show them, never pick one."
+            " Nothing found: `did_you_mean` lists the nearest entity names. Then recall the"
+            " subject for its current truth."
+        ),
+        arguments=SearchParameters,
+        answer=SearchOut,
+        run=search_answer,
+    ),
 )
 
 
@@ -463,7 +482,7 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
 ) -> MCPServer:
-    """The claimgraph MCP server: its instructions and the nine tools, acting as ``caller_of``."""
+    """The claimgraph MCP server: its instructions and the tools, acting as ``caller_of``."""
     return ClaimgraphServer(
         name="claimgraph",
         title="claimgraph",

@@ -50,6 +50,7 @@ Confidence is clamped into [0, 1] and then to the source's ceiling at birth;
 an assertion without one gets ``DEFAULT_CONFIDENCE``.
 """
 
+import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,24 @@ class Rejected(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class UnknownName(Rejected):
+    """A name outside a closed vocabulary; ``did_you_mean`` names the valid ones nearest to it."""
+
+    def __init__(self, field: str, message: str, *, did_you_mean: Sequence[str]) -> None:
+        super().__init__(field, message)
+        self.did_you_mean = tuple(did_you_mean)
+
+
+# The vocabulary is a handful of names, so the nearest are always offered,
+# however far: an agent learns the valid names from its first refusal.
+NEAREST_NAMES = 3
+
+
+def nearest_names(name: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The ``NEAREST_NAMES`` of ``names`` most like ``name`` (difflib's ratio), nearest first."""
+    return tuple(difflib.get_close_matches(name, sorted(names), n=NEAREST_NAMES, cutoff=0.0))
 
 
 # --- vocabulary ---------------------------------------------------------------
@@ -204,14 +223,22 @@ def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: date
     subject = _shown_text(raw, "subject", MAX_NAME_LENGTH, line_breaks=False)
     predicate = _required_text(raw, "predicate", MAX_NAME_LENGTH)
     if predicate not in vocabulary.predicates:
-        raise Rejected("predicate", f"unknown predicate {predicate!r}")
+        raise UnknownName(
+            "predicate",
+            f"unknown predicate {predicate!r}",
+            did_you_mean=nearest_names(predicate, vocabulary.predicates),
+        )
     object_kind = _choice(raw, "object_kind", OBJECT_KINDS, default="literal")
     limit = MAX_NAME_LENGTH if object_kind == "entity" else MAX_OBJECT_LENGTH
     obj = _shown_text(raw, "object", limit, line_breaks=object_kind != "entity")
 
     source_type = _required_text(raw, "source_type", MAX_NAME_LENGTH)
     if source_type not in vocabulary.sources:
-        raise Rejected("source_type", f"unknown source type {source_type!r}")
+        raise UnknownName(
+            "source_type",
+            f"unknown source type {source_type!r}",
+            did_you_mean=nearest_names(source_type, vocabulary.sources),
+        )
 
     stated = raw.get("epistemic")
     if stated is None or stated == "":

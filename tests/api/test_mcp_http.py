@@ -34,6 +34,7 @@ TOOLS = {
     "report_outcome",
     "invalidate_fact",
     "context",
+    "search",
 }
 
 
@@ -70,7 +71,7 @@ def standing_version(steward, *, admit: bool = True):
     return fact
 
 
-def test_the_server_lists_its_nine_tools_with_schemas_and_instructions(mcp_url, member):
+def test_the_server_lists_its_tools_with_schemas_and_instructions(mcp_url, member):
     async def listing(session):
         return await session.list_tools(), session.initialize_result
 

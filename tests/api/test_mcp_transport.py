@@ -140,6 +140,7 @@ def test_tools_are_listed_in_a_fixed_order(mcp_url, secret):
         "report_outcome",
         "invalidate_fact",
         "context",
+        "search",
     ]
     assert names() == names()
 
@@ -148,7 +149,7 @@ def test_the_sdk_client_still_works_with_get_and_delete_refused(mcp_url, secret,
     async def work(session):
         return await session.list_tools()
 
-    assert len(over_http(mcp_url, secret, work).tools) == 9
+    assert len(over_http(mcp_url, secret, work).tools) == 10
 
 
 ORIGIN_CASES = [
