@@ -1,4 +1,4 @@
-"""GET /api/v1/search and MCP's search (issue 31 §1); "did you mean" for names a read does not know."""
+"""GET /api/v1/search and MCP search (issue 31 §1); "did you mean" for names a read lacks."""
 
 from datetime import timedelta
 
