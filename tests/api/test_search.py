@@ -267,9 +267,7 @@ def test_recall_of_an_unknown_subject_names_the_nearest_ones(member, outsider, a
     assert agent.get("/truth", scope="project", subject="AuthService").json()["results"] == []
 
 
-def test_slot_history_of_an_unknown_subject_or_predicate_names_the_nearest_ones(
-    member, agent_for
-):
+def test_slot_history_of_an_unknown_subject_or_predicate_names_the_nearest_ones(member, agent_for):
     write(member, subject="AuthService", object="2.0.0")
     agent = agent_for(member)
 
