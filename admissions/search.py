@@ -11,14 +11,17 @@ change no rank and no count. A match's disputed values are shown as recall
 shows them (``memories.reads.contested.contested_values``): apart, with the
 conflicts that dispute them, never as the slot's truth.
 
-Queries, whatever the store's size: the entities named (one), the count
-(one), the page of facts (one), and, only when the page holds disputed
-values, their conflicts (two); the faces add the facts' admission statuses.
+Queries, whatever the store's size: the entities named (one), the page of
+facts with the count of every match (one), and, only when the page holds
+disputed values, their conflicts (two); the faces add the facts' admission
+statuses. When nothing matches, one more names the nearest entities.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
+
+from django.db.models import Count, Window
 
 from admissions.selectors import with_admission_status
 from memories.core.decisions import UnknownName, nearest_names
@@ -133,23 +136,28 @@ def search(
         facts = with_admission_status(facts).filter(admission_status=status)
 
     matching = fact_matches(facts, text, named_entities(scope_ids, text))
-    count = matching.count()
-    if count == 0:
+    # The count of every match rides on the page's rows (a window runs before
+    # the LIMIT): one statement fewer to build and send.
+    page = list(
+        ranked(matching.with_disputed(), text)
+        .annotate(matches=Window(Count("*")))
+        .for_display()[:limit]
+    )
+    if not page:
         return SearchResult(
             slots=[],
             count=0,
             as_of=as_of,
             did_you_mean=nearest_entity_names(scope_ids, text),
         )
-    page = list(ranked(matching.with_disputed(), text).for_display()[:limit])
-    return SearchResult(slots=_by_slot(page), count=count, as_of=as_of, did_you_mean=[])
+    return SearchResult(slots=_by_slot(page), count=page[0].matches, as_of=as_of, did_you_mean=[])
 
 
 def _by_slot(page: list[Fact]) -> list[SlotHits]:
     disputed = [fact for fact in page if fact.disputed]
     disputes = {
         value.fact.pk: value.disputes
-        for slot in contested_values(disputed, known_at=None)
+        for slot in (contested_values(disputed, known_at=None) if disputed else ())
         for value in slot.values
     }
     values: dict[tuple[int, int, int], list[Hit]] = {}

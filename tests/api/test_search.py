@@ -13,6 +13,7 @@ from memories.store.models import Entity, Scope
 from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
 from tests.api.mcp_client import body, call_http, live_site
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -306,11 +307,11 @@ def mcp_url():
         yield f"{url}/mcp/"
 
 
-@pytest.mark.django_db(transaction=True)
+# serialized_rollback: data migrations seed the vocabulary, which another
+# transactional test's flush removes.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_mcp_search_tool_finds_a_fact_by_a_word_of_its_object(mcp_url):
     scope = Scope.objects.create(name="project")
-    from tests.conftest import make_user
-
     agent = make_user("agent-007")
     scope.members.add(agent)
     write(agent, subject="shoply", predicate="core/deployed-via", object="Fly.io machines")
