@@ -23,14 +23,21 @@ from typing import Literal, get_args
 
 from django.db.models import Count, Window
 
-from admissions.selectors import with_admission_status
+from admissions.selectors import _SHOWN_RELATIONS, _columns, _from_row, with_admission_status
 from memories.core.decisions import UnknownName, nearest_names
 from memories.reads.contested import Dispute, contested_values
-from memories.reads.search import fact_matches, named_entities, ranked
+from memories.reads.search import (
+    CONFIG,
+    MAX_NAMED_ENTITIES,
+    fact_matches,
+    named_entities,
+    ranked,
+)
 from memories.reads.search import nearest_names as nearest_entity_names
 from memories.store.errors import Rejected
-from memories.store.models import Fact, Scope
-from memories.store.roles import readable_scope_ids
+from memories.store.lookups import hot_cursor
+from memories.store.models import Conflict, ConflictMember, Entity, Fact, Predicate, Scope
+from memories.store.roles import readable_scope_ids, steward_scope_ids
 from memories.store.vocabulary import load_vocabulary
 
 SearchStatus = Literal["live", "disputed", "admitted", "candidate"]
@@ -125,6 +132,48 @@ def search(
     scope_ids = [scope.pk] if scope is not None else readable_scope_ids(viewer)
     if scope_ids is not None and not scope_ids:
         return SearchResult(slots=[], count=0, as_of=as_of, did_you_mean=[])
+    if status in ("live", "disputed"):
+        page = _prepared_page(viewer, text, scope_ids, predicate, status, as_of, limit)
+    else:
+        page = search_page_through_orm(
+            viewer=viewer,
+            text=text,
+            scope=scope,
+            scope_ids=scope_ids,
+            predicate=predicate,
+            status=status,
+            as_of=as_of,
+            limit=limit,
+        )
+    if not page:
+        return SearchResult(
+            slots=[],
+            count=0,
+            as_of=as_of,
+            did_you_mean=nearest_entity_names(scope_ids, text),
+        )
+    return SearchResult(slots=_by_slot(page), count=page[0].matches, as_of=as_of, did_you_mean=[])
+
+
+def search_page_through_orm(
+    *,
+    viewer,
+    text: str,
+    scope: Scope | None,
+    scope_ids: list[int] | None,
+    predicate: str | None,
+    status: SearchStatus,
+    as_of: datetime,
+    limit: int,
+) -> list[Fact]:
+    """One page of matches through the QuerySets: the search's definition.
+
+    Each fact loaded for display, annotated with ``rank``, ``similarity``,
+    ``disputed`` and ``matches`` (the count of every match, a window run
+    before the LIMIT). The admission filters read here; the default ones
+    (``live``, ``disputed``) run as ``_SEARCH_SQL``, held to this by
+    tests/admissions/test_search_statement.py.
+    """
     facts = Fact.objects.readable_by(viewer).valid_at(as_of)
     if scope is not None:
         facts = facts.in_scope(scope)
@@ -134,23 +183,112 @@ def search(
         facts = facts.disputed()
     elif status in ("admitted", "candidate"):
         facts = with_admission_status(facts).filter(admission_status=status)
-
     matching = fact_matches(facts, text, named_entities(scope_ids, text))
-    # The count of every match rides on the page's rows (a window runs before
-    # the LIMIT): one statement fewer to build and send.
-    page = list(
+    return list(
         ranked(matching.with_disputed(), text)
         .annotate(matches=Window(Count("*")))
         .for_display()[:limit]
     )
-    if not page:
-        return SearchResult(
-            slots=[],
-            count=0,
-            as_of=as_of,
-            did_you_mean=nearest_entity_names(scope_ids, text),
-        )
-    return SearchResult(slots=_by_slot(page), count=page[0].matches, as_of=as_of, did_you_mean=[])
+
+
+# ``search_page_through_orm`` for the default filters, in one prepared
+# statement: the entities named (``named_entities``) as an array the fact
+# indexes are asked with, the facts matching (``fact_matches``) that the viewer
+# may read (``FactQuerySet.readable_by``) valid at ``as_of``, ranked
+# (``ranked``), each with the rows ``for_display`` joins, whether it is
+# disputed now and the count of every match. Through the ORM, building and
+# planning the query took several times what running it does (bench/search.py).
+_QUERY = f"websearch_to_tsquery('{CONFIG}'::regconfig, %(text)s)"
+_DISPUTED = f"""EXISTS (
+           SELECT 1 FROM {ConflictMember._meta.db_table} m
+             JOIN {Conflict._meta.db_table} c ON c.id = m.conflict_id AND c.scope_id = m.scope_id
+            WHERE m.scope_id = f.scope_id AND m.fact_id = f.id AND m.disputes
+              AND c.resolved_at IS NULL
+       )"""
+_SEARCH_SQL = f"""
+SELECT {", ".join(_columns("f", Fact))},
+       {", ".join(", ".join(_columns(alias, model)) for alias, _, model, _ in _SHOWN_RELATIONS)},
+       ts_rank(f.search_vector || sub.search_vector || coalesce(ob.search_vector, ''::tsvector),
+               {_QUERY}) AS rank,
+       greatest(word_similarity(%(text)s, sub.search_names),
+                coalesce(word_similarity(%(text)s, ob.search_names), 0)) AS similarity,
+       {_DISPUTED} AS disputed,
+       count(*) OVER () AS matches
+  FROM {Fact._meta.db_table} f
+  {
+    " ".join(
+        f"{join} {model._meta.db_table} {alias} ON {alias}.id = f.{name}_id"
+        for alias, name, model, join in _SHOWN_RELATIONS
+    )
+}
+ WHERE f.scope_id = ANY(%(scopes)s)
+   AND (f.bucket = 'system' OR f.author_id = %(user)s OR f.scope_id = ANY(%(stewarded)s))
+   AND (f.t_invalid IS NULL OR f.t_invalid > %(at)s) AND f.t_valid <= %(at)s
+   AND (
+           f.search_vector @@ {_QUERY}
+           OR f.subject_id = ANY(ARRAY(SELECT id FROM named))
+           OR f.object_ref_id = ANY(ARRAY(SELECT id FROM named))
+       )
+"""
+_NAMED_SQL = f"""
+WITH named AS (
+    SELECT e.id FROM {Entity._meta.db_table} e
+     WHERE e.scope_id = ANY(%(scopes)s)
+       AND (e.search_vector @@ {_QUERY} OR e.search_names %%> %(text)s)
+     ORDER BY word_similarity(%(text)s, e.search_names) DESC, e.id
+     LIMIT {MAX_NAMED_ENTITIES}
+)"""
+_SEARCH_OF_PREDICATE = (
+    f" AND f.predicate_id IN (SELECT id FROM {Predicate._meta.db_table} WHERE name = %(predicate)s)"
+)
+_SEARCH_DISPUTED = f" AND {_DISPUTED}"
+_SEARCH_ORDER = " ORDER BY rank DESC, similarity DESC, f.recorded_at, f.id LIMIT %(limit)s"
+
+
+def _prepared_page(
+    viewer,
+    text: str,
+    scope_ids: list[int] | None,
+    predicate: str | None,
+    status: SearchStatus,
+    as_of: datetime,
+    limit: int,
+) -> list[Fact]:
+    """``search_page_through_orm`` for ``live`` and ``disputed``, as ``_SEARCH_SQL``."""
+    sql = _NAMED_SQL + _SEARCH_SQL
+    if predicate is not None:
+        sql += _SEARCH_OF_PREDICATE
+    if status == "disputed":
+        sql += _SEARCH_DISPUTED
+    sql += _SEARCH_ORDER
+    stewarded = steward_scope_ids(viewer)
+    if readable_scope_ids(viewer) is None:
+        # A global steward reads every scope (named, so the indexes serve) and
+        # every private fact in them.
+        if scope_ids is None:
+            scope_ids = list(Scope.objects.values_list("pk", flat=True))
+        stewarded = scope_ids
+    parameters = {
+        "text": text,
+        "scopes": scope_ids,
+        "user": viewer.pk,
+        "stewarded": stewarded,
+        "at": as_of,
+        "predicate": predicate,
+        "limit": limit,
+    }
+    with hot_cursor() as cursor:
+        cursor.execute(sql, parameters, prepare=True)
+        rows = cursor.fetchall()
+    page = []
+    for row in rows:
+        values = iter(row)
+        fact = _from_row(Fact, values)
+        for _, name, model, _ in _SHOWN_RELATIONS:
+            setattr(fact, name, _from_row(model, values))
+        fact.rank, fact.similarity, fact.disputed, fact.matches = values
+        page.append(fact)
+    return page
 
 
 def _by_slot(page: list[Fact]) -> list[SlotHits]:
