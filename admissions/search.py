@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
 
+from django.db import transaction
 from django.db.models import Count, Window
 
 from admissions.selectors import _SHOWN_RELATIONS, _columns, _from_row, with_admission_status
@@ -280,7 +281,12 @@ def _prepared_page(
         "predicate": predicate,
         "limit": limit,
     }
-    with hot_cursor() as cursor:
+    with transaction.atomic(), hot_cursor() as cursor:
+        # Left to choose, PostgreSQL plans this statement afresh on every call
+        # (its generic plan looks dearer than the custom ones): planning cost
+        # five times running it at 200,000 facts (bench/search.py). The
+        # generic plan asks the same indexes whatever the words.
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cursor.execute(sql, parameters, prepare=True)
         rows = cursor.fetchall()
     page = []
