@@ -83,7 +83,7 @@ def test_the_stewards_header_with_its_search_box_stays_one_line_at_1280(open_bro
     box = page.get_by_role("searchbox", name="Find facts")
     expect(box).to_be_focused()
     # Focused, the box widens over the navigation instead of pushing it to a new line.
-    page.wait_for_function("document.activeElement.getBoundingClientRect().width > 250")
+    expect(box).to_have_css("width", "352px")  # 22rem, once its transition is over
     assert page.locator(".site-header").bounding_box()["height"] == header["height"]
     page.keyboard.type("nothing here")
     shoot(page, "search-header-focused-steward")
