@@ -18,7 +18,7 @@ from api.mcp.guide import INSTRUCTIONS
 from memories.store.models import Fact
 from memories.write.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
-from tests.api.mcp_client import body, call_http, live_site, over_http
+from tests.api.mcp_client import body, call_http, over_http
 from tests.deadlines import PROCESS_DEADLINE
 
 # serialized_rollback: data migrations seed the vocabulary and the stewards group.
@@ -35,17 +35,6 @@ TOOLS = {
     "invalidate_fact",
     "context",
 }
-
-
-@pytest.fixture(scope="module")
-def site() -> str:
-    with live_site() as url:
-        yield url
-
-
-@pytest.fixture
-def mcp_url(site) -> str:
-    return f"{site}/mcp/"
 
 
 def post(url: str, **options) -> httpx2.Response:
