@@ -32,6 +32,7 @@ from admissions.selectors import (
     suspended_fact_ids,
     with_admission_status,
 )
+from console import slot_pictures
 from console.admission_forms import (
     ChallengeForm,
     CorrectForm,
@@ -53,6 +54,7 @@ from console.views.common import (
 from console.views.queues import next_candidate_url
 from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
+from memories.reads.history import slot_of, slots_of_entity
 from memories.reads.selectors import supersession_chain
 from memories.store.errors import NotFound, Rejected
 from memories.store.lookups import readable_fact
@@ -65,6 +67,10 @@ from memories.write.merges import merge_target_id, visible_entity
 CHAIN_LIMIT = 25
 # How many receipts the fact page shows, the latest first.
 RECEIPTS_SHOWN = 50
+# How many versions of its slot the fact page draws and lists (the newest), as the conflict page.
+SLOT_HISTORY_LIMIT = 60
+# How many versions of each slot a subject page's small multiple draws (the newest).
+SUBJECT_SLOT_VERSIONS = 12
 
 
 # --- facts browser --------------------------------------------------------------------
@@ -184,10 +190,18 @@ def _fact_context(
         .select_related("reported_by")
         .order_by("-reported_at", "-id")[:RECEIPTS_SHOWN]
     )
+    history = slot_of(viewer=user, fact=fact, limit=SLOT_HISTORY_LIMIT)
+    across_group = bool(fact.predicate.exclusion_group)
     return {
         "fact": fact,
         "now": now,
         "effective": fact.effective_confidence(now),
+        "decay": slot_pictures.decay_of(fact, now=now),
+        "history": history,
+        "across_group": across_group,
+        "timeline": slot_pictures.draw(
+            slot_pictures.spans(history, across_group=across_group, current=fact.pk), now=now
+        ),
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
@@ -389,6 +403,11 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
     )
     context = {
         "entity": entity,
+        "now": now,
+        "pictures": slot_pictures.subject_slots(
+            slots_of_entity(viewer=request.user, entity=entity, per_slot=SUBJECT_SLOT_VERSIONS),
+            now=now,
+        ),
         "truth": truth,
         "pending": pending,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,
