@@ -95,8 +95,10 @@ class SlotPicture:
     private_to: str | None
     facts: tuple[Fact, ...]
     timeline: timeline.Timeline
-    # The fact a card links to: the newest still valid, else the newest.
+    # The fact the card's heading links to: the newest still valid, else the newest.
     lead: Fact
+    # The versions valid now (the slot's values; several in a parallel slot or a conflict).
+    live: tuple[Fact, ...]
 
 
 def subject_slots(facts: Iterable[Fact], *, now: datetime) -> list[SlotPicture]:
@@ -123,10 +125,19 @@ def subject_slots(facts: Iterable[Fact], *, now: datetime) -> list[SlotPicture]:
                 private_to=group[0].author.username if bucket == Bucket.USER else None,
                 facts=tuple(group),
                 timeline=draw(
-                    spans(group, across_group=across_group), now=now, compact=True, axis=axis
+                    spans(group, across_group=across_group, disputed=disputed_of(group)),
+                    now=now,
+                    compact=True,
+                    axis=axis,
                 ),
                 lead=(live or group)[-1],
+                live=tuple(live),
             )
         )
     # The system bucket's slots first, by name; each private one after its shared twin.
     return sorted(pictures, key=lambda p: (p.name, p.private_to is not None, p.private_to or ""))
+
+
+def disputed_of(facts: Iterable[Fact]) -> set:
+    """The ids of the facts annotated as disputed (``FactQuerySet.with_disputed``)."""
+    return {fact.pk for fact in facts if getattr(fact, "disputed", False)}

@@ -72,13 +72,13 @@ FULL = Size(
 # The subject page's small multiples: about as wide as a card, so their text
 # reads near its nominal size in a grid of two or three.
 COMPACT = Size(
-    width=420,
+    width=340,
     lane_height=36,
     label_height=18,
     bar_height=13,
     axis_height=30,
     ticks=3,
-    label_chars=44,
+    label_chars=40,
 )
 
 # The ends of Python's calendar. A fact may be valid from its first instant or
@@ -175,6 +175,8 @@ class Timeline:
     conflict_x: float | None
     description: str
     compact: bool = False
+    # Some bars are a conflict's members (drawn alike, the slot's other values grey).
+    has_members: bool = False
 
 
 def layout(
@@ -304,6 +306,7 @@ def layout(
         conflict_x=x_of(conflict_opened_at) if conflict_opened_at is not None else None,
         description=_describe(spans, values, conflict_opened_at),
         compact=compact,
+        has_members=any(span.in_conflict for span in spans),
     )
 
 

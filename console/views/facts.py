@@ -200,7 +200,13 @@ def _fact_context(
         "history": history,
         "across_group": across_group,
         "timeline": slot_pictures.draw(
-            slot_pictures.spans(history, across_group=across_group, current=fact.pk), now=now
+            slot_pictures.spans(
+                history,
+                across_group=across_group,
+                current=fact.pk,
+                disputed=slot_pictures.disputed_of(history),
+            ),
+            now=now,
         ),
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],

@@ -70,6 +70,7 @@ def slot_of(*, viewer, fact: Fact, limit: int) -> list[Fact]:
             predicate__in=slot_predicates(fact.predicate.name),
             bucket=fact.bucket,
         )
+        .with_disputed()
         .for_display()
         .select_related("invalidated_by")
     )
@@ -86,7 +87,8 @@ def slots_of_entity(*, viewer, entity: Entity, per_slot: int) -> FactQuerySet:
 
     Each fact is annotated with its ``slot`` (``group:<exclusion group>`` or
     ``predicate:<name>``, as the slot lock is named) and ``owner`` (a ``user``
-    bucket fact's author, else 0): a slot is one (slot, bucket, owner). Ordered
+    bucket fact's author, else 0): a slot is one (slot, bucket, owner); and
+    ``disputed`` (``FactQuerySet.with_disputed``). Ordered
     slot by slot, each oldest first, so a page can group them in one pass.
     """
     slot = Case(
@@ -110,6 +112,7 @@ def slots_of_entity(*, viewer, entity: Entity, per_slot: int) -> FactQuerySet:
             )
         )
         .filter(newness__lte=per_slot)
+        .with_disputed()
         .for_display()
         .select_related("invalidated_by")
         .order_by("slot", "bucket", "owner", "recorded_at", "id")

@@ -161,3 +161,15 @@ def test_the_subject_page_shows_no_one_elses_private_slot(steward, member, autho
     assert [p.name for p in seen] == ["core/has-version", "core/uses"]
     assert other.pk in {f.pk for p in seen for f in p.facts}
     assert "tabs" not in page.content.decode()
+
+
+def test_a_value_disputed_by_an_open_conflict_is_marked_on_the_subject_and_fact_pages(
+    as_member, world
+):
+    subject = as_member.get(reverse("subject", args=[world.newcomer.subject_id]))
+    [picture] = subject.context["pictures"]
+    marked = {bar.fact_id for bar in picture.timeline.bars if "disputed" in bar.classes.split()}
+    assert marked == {str(world.newcomer.pk)}
+    fact = as_member.get(reverse("fact", args=[world.decided.pk])).context["timeline"]
+    marked = {bar.fact_id for bar in fact.bars if "disputed" in bar.classes.split()}
+    assert marked == {str(world.newcomer.pk)}
