@@ -177,6 +177,7 @@ class Timeline:
     compact: bool = False
     # Some bars are a conflict's members (drawn alike, the slot's other values grey).
     has_members: bool = False
+    has_disputed: bool = False
 
 
 def layout(
@@ -307,6 +308,7 @@ def layout(
         description=_describe(spans, values, conflict_opened_at),
         compact=compact,
         has_members=any(span.in_conflict for span in spans),
+        has_disputed=any(span.disputed for span in spans),
     )
 
 
