@@ -173,3 +173,14 @@ def test_a_value_disputed_by_an_open_conflict_is_marked_on_the_subject_and_fact_
     fact = as_member.get(reverse("fact", args=[world.decided.pk])).context["timeline"]
     marked = {bar.fact_id for bar in fact.bars if "disputed" in bar.classes.split()}
     assert marked == {str(world.newcomer.pk)}
+
+
+def test_an_ended_facts_caption_says_it_stopped_being_valid_and_promises_no_future(
+    as_member, steward, member
+):
+    fact = write(member, "shoply", "core/uses", "Redis", "session-log").fact
+    invalidate_fact(actor=steward, fact_id=fact.pk, reason="gone")
+    page = as_member.get(reverse("fact", args=[fact.pk])).content.decode()
+    caption = page.split("<figcaption")[1].split("</figcaption>")[0]
+    assert "It stopped being valid on" in caption
+    assert "it will read" not in caption and "resets the clock" not in caption
