@@ -184,3 +184,16 @@ def test_an_ended_facts_caption_says_it_stopped_being_valid_and_promises_no_futu
     caption = page.split("<figcaption")[1].split("</figcaption>")[0]
     assert "It stopped being valid on" in caption
     assert "it will read" not in caption and "resets the clock" not in caption
+
+
+def test_an_htmx_swap_of_the_status_panel_neither_reads_nor_draws_the_slot(as_member, world):
+    response = as_member.post(
+        reverse("fact-challenge", args=[world.admitted.pk]),
+        {"ground": "the lock file says 2.1", "evidence": "ticket-9"},
+        headers={"HX-Request": "true"},
+    )
+    assert response.status_code == 200
+    assert 'id="fact-status"' in response.content.decode()
+    assert "timeline" not in response.context and "decay" not in response.context
+    page = as_member.get(reverse("fact", args=[world.admitted.pk]))
+    assert "timeline" in page.context and "decay" in page.context
