@@ -496,7 +496,9 @@ def decay_chart(
     # Samples spread over the whole width, split at now so that now is a point of both parts.
     past_share = (now - start) / (end - start) if end > start else 1.0
     past_samples = max(2, round(DECAY_SAMPLES * past_share))
-    past = tuple(point(start + (now - start) * i / past_samples) for i in range(past_samples + 1))
+    # The last sample is ``now`` itself, not a sum that could round a microsecond off it.
+    moments = [start + (now - start) * i / past_samples for i in range(past_samples)] + [now]
+    past = tuple(point(moment) for moment in moments)
     future_samples = DECAY_SAMPLES - past_samples
     projection = (
         tuple(point(now + (end - now) * i / future_samples) for i in range(future_samples + 1))
