@@ -134,7 +134,7 @@ def subject_slots(facts: Iterable[Fact], *, now: datetime) -> list[SlotPicture]:
                 live=tuple(live),
             )
         )
-    # The system bucket's slots first, by name; each private one after its shared twin.
+    # By name; a private slot after the shared slot of the same name.
     return sorted(pictures, key=lambda p: (p.name, p.private_to is not None, p.private_to or ""))
 
 
