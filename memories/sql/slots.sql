@@ -24,17 +24,26 @@ $$;
 -- 'many' slot can hold hundreds of live values, and only a 'one' predicate or
 -- a low-trust writer (the revenant rule) needs to see the other values
 -- (p_all_values, decided by memories.write.actions._slot_read_arguments).
-CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
+-- candidate: a system fact whose latest verdict is not admitted (no row in
+-- memories_admittedfact, which the admissions app's record trigger keeps):
+-- a steward's write is never held up by one (decisions.decide, rule 3).
+-- Dropped first: CREATE OR REPLACE cannot change a function's columns.
+DROP FUNCTION IF EXISTS claimgraph_slot_facts(
+    bigint, bigint, text, bigint, bigint, text, text, boolean, bigint[]);
+CREATE FUNCTION claimgraph_slot_facts(
     p_scope_id bigint, p_subject_id bigint, p_bucket text, p_author_id bigint,
     p_predicate_id bigint, p_object_kind text, p_object_key text,
     p_all_values boolean, p_group_ids bigint[]
 ) RETURNS TABLE (
     id uuid, predicate_id bigint, object_kind varchar, object_key text, epistemic varchar,
     source_type_id bigint, confidence double precision, t_valid timestamptz,
-    t_invalid timestamptz, evidence jsonb
+    t_invalid timestamptz, evidence jsonb, candidate boolean
 ) LANGUAGE sql STABLE AS $$
     SELECT f.id, f.predicate_id, f.object_kind, f.object_key, f.epistemic, f.source_type_id,
-           f.confidence, f.t_valid, f.t_invalid, f.evidence
+           f.confidence, f.t_valid, f.t_invalid, f.evidence,
+           f.bucket = 'system' AND NOT EXISTS (
+               SELECT 1 FROM memories_admittedfact a
+                WHERE a.scope_id = f.scope_id AND a.fact_id = f.id)
       FROM memories_fact f
      WHERE f.scope_id = p_scope_id AND f.subject_id = p_subject_id AND f.bucket = p_bucket
        AND (p_author_id IS NULL OR f.author_id = p_author_id)

@@ -70,6 +70,7 @@ from memories.store.models import (
     Scope,
 )
 from memories.store.permissions import check_source_type, may_end, may_resolve
+from memories.store.roles import is_steward_of
 from memories.store.slots import LOCK_SQL, lock_predicate_slot
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
@@ -219,7 +220,10 @@ def _do_assert(
     t_valid = assertion.t_valid or now
     if assertion.t_invalid is not None and assertion.t_invalid <= t_valid:
         raise Rejected("t_invalid", "must be after t_valid")
-    incoming = decisions.incoming_from(assertion, object_key, t_valid=t_valid)
+    # A steward's write is not held up by a candidate (decisions, rule 3).
+    incoming = decisions.incoming_from(
+        assertion, object_key, t_valid=t_valid, by_steward=is_steward_of(actor, scope)
+    )
     decision = decisions.decide(
         incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
     )
@@ -316,7 +320,12 @@ def do_move_fact(
         for other in _standing_facts(fact.author, fact.scope, into, assertion, object_key, vocab)
         if other.id not in siblings and other.id != fact.pk
     ]
-    incoming = decisions.incoming_from(assertion, object_key, t_valid=fact.t_valid)
+    incoming = decisions.incoming_from(
+        assertion,
+        object_key,
+        t_valid=fact.t_valid,
+        by_steward=is_steward_of(fact.author, fact.scope),
+    )
     decision = decisions.decide(
         incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
     )
@@ -511,6 +520,7 @@ def _standing_fact(vocab: LoadedVocabulary, row: Mapping[str, Any]) -> StandingF
         t_valid=_timestamp(row["t_valid"]),
         t_invalid=_timestamp(row["t_invalid"]),
         evidence=tuple(Evidence(**item) for item in evidence),
+        candidate=row["candidate"],
     )
 
 
