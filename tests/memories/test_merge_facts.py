@@ -1,14 +1,17 @@
 """Issue 29 §3: a merge moves the merged-away entity's facts, through the write path's rules."""
 
+import json
 import threading
 import time
 from datetime import timedelta
 
 import pytest
 from django.db import connections, transaction
+from django.db.models import Q
 
 from memories.store.models import Conflict, Entity, Fact
 from memories.write.actions import assert_fact
+from memories.write.ingest import import_lines
 from memories.write.merges import merge_entities
 from tests.conftest import at
 from tests.racing import a_session_waits_on_a_lock
@@ -232,3 +235,45 @@ def test_a_fact_naming_an_object_being_merged_away_ends_on_the_survivor(
 
     assert (fact.object_ref_id, fact.object_key) == (survivor.pk, str(survivor.pk))
     assert not Fact.objects.filter(object_ref=entity).exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize(
+    ("name", "into", "line", "moved"),
+    [
+        pytest.param(
+            "PaySvc2",
+            "PaySvc",
+            {"subject": "PaySvc2", "predicate": "core/owned-by", "object": "team-a"},
+            "subject_id",
+            id="subject",
+        ),
+        pytest.param(
+            "Postgres",
+            "PG",
+            {"subject": "worker", "predicate": "core/depends-on", "object": "Postgres"}
+            | {"object_kind": "entity"},
+            "object_ref_id",
+            id="object",
+        ),
+    ],
+)
+def test_an_imported_line_racing_a_merge_lands_on_the_survivor(
+    steward, member, name, into, line, moved
+):
+    write(member, "PaySvc", "core/has-version", "1.0.0", "code", T0)
+    write(member, "PaySvc2", "core/uses", "redis", "code", T0)
+    write(member, "api", "core/depends-on", "PG", "code", T0, object_kind="entity")
+    write(member, "svc", "core/depends-on", "Postgres", "code", T0, object_kind="entity")
+    when = (T0 + timedelta(hours=3)).isoformat()
+    text = json.dumps({"scope": "project", "source_type": "code", "t_valid": when, **line})
+
+    def racing_import():
+        (outcome,) = import_lines([text], actor=member).outcomes
+        assert outcome.status == "created", outcome
+        return Fact.objects.get(pk=outcome.fact_id)
+
+    entity, survivor, fact = merge_while_a_write_races(steward, name, into, racing_import)
+
+    assert getattr(fact, moved) == survivor.pk
+    assert not Fact.objects.filter(Q(subject=entity) | Q(object_ref=entity)).exists()
