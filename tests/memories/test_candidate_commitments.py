@@ -19,6 +19,7 @@ from memories.core.effects import SUPERSEDE_RULE
 from memories.store.models import AdmittedFact, AuditEntry, Conflict, Fact
 from memories.write.actions import assert_fact
 from memories.write.ingest import import_lines
+from memories.write.reverts import revert_automatic_change
 from tests.api.conftest import fact_body
 
 pytestmark = pytest.mark.django_db
@@ -136,3 +137,17 @@ def test_a_stewards_import_meets_a_candidate_as_a_stewards_write_does(member, st
         (candidate.fact.pk,),
     )
     assert (over_admitted.status, over_admitted.reason) == ("flagged", "commitment")
+
+
+def test_the_candidate_a_stewards_write_superseded_can_be_brought_back_by_a_revert(member, steward):
+    candidate = write(member, PINNED)
+    ruled = write(steward, BUMPED)
+    entry = AuditEntry.objects.automatic().get(rule=SUPERSEDE_RULE)
+    assert entry.actor == steward
+
+    revert_automatic_change(actor=steward, entry_id=entry.pk, reason="the pin was meant")
+
+    assert Fact.objects.get(pk=candidate.fact.pk).is_live
+    assert Fact.objects.get(pk=ruled.fact.pk).is_live
+    conflict = Conflict.objects.get(kind="reverted")
+    assert conflict.is_open
