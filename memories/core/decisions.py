@@ -29,8 +29,9 @@ The rules, in the order they are checked:
    predicate of the exclusion group):
    - any commitment involved → flagged *commitment*. For a steward of the
      scope writing (``Incoming.by_steward``), only *admitted* colliding facts
-     are weighed here: a candidate (a system fact no steward has admitted,
-     ``StandingFact.candidate``) never holds up a steward's write, neither by
+     are weighed here: a candidate (a system fact whose latest verdict is not
+     ``admitted``, ``StandingFact.candidate``; a suspended fact is still
+     admitted) never holds up a steward's write, neither by
      its own class nor as what the steward's commitment would overrule. The
      candidate is then weighed by the rules below as an ordinary fact of its
      source, so a steward's write on a candidate commitment of equal or
