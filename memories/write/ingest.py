@@ -490,6 +490,7 @@ def _hold_entities(lines: list[Line]) -> None:
             )
     if not survivor:
         return
+    names = dict(Entity.objects.filter(pk__in=set(survivor.values())).values_list("pk", "name"))
     for line in lines:
         line.subject_id = survivor.get((line.scope_id, line.subject_id), line.subject_id)
         if line.object_ref_id is not None:
@@ -497,6 +498,13 @@ def _hold_entities(lines: list[Line]) -> None:
                 (line.scope_id, line.object_ref_id), line.object_ref_id
             )
             line.object_key = str(line.object_ref_id)
+        # A look-alike name now names the survivor, as the write path would say.
+        line.look_alikes = tuple(
+            alike._replace(entity_id=into, entity_name=names[into])
+            if (into := survivor.get((line.scope_id, alike.entity_id))) is not None
+            else alike
+            for alike in line.look_alikes
+        )
 
 
 # The shared side of the lock a merge takes on the entity it merges away

@@ -9,7 +9,7 @@ import pytest
 from django.db import connections, transaction
 from django.db.models import Q
 
-from memories.store.models import Conflict, Entity, Fact
+from memories.store.models import AuditEntry, Conflict, Entity, Fact
 from memories.write.actions import assert_fact
 from memories.write.ingest import import_lines
 from memories.write.merges import merge_entities
@@ -256,6 +256,14 @@ def test_a_fact_naming_an_object_being_merged_away_ends_on_the_survivor(
             "object_ref_id",
             id="object",
         ),
+        pytest.param(
+            "PaySvc2",
+            "PaySvc",
+            # U+0420, a Cyrillic capital ER: a look-alike of PaySvc2, so of the survivor.
+            {"subject": "\u0420aySvc2", "predicate": "core/owned-by", "object": "team-a"},
+            "subject_id",
+            id="look-alike-subject",
+        ),
     ],
 )
 def test_an_imported_line_racing_a_merge_lands_on_the_survivor(
@@ -277,3 +285,8 @@ def test_an_imported_line_racing_a_merge_lands_on_the_survivor(
 
     assert getattr(fact, moved) == survivor.pk
     assert not Fact.objects.filter(Q(subject=entity) | Q(object_ref=entity)).exists()
+    # A look-alike name is said to name the entity the fact names.
+    for note in AuditEntry.objects.filter(action="resolved-name", after__fact=str(fact.pk)):
+        assert (note.target_id, note.after["entity"]) == (str(survivor.pk), survivor.name)
+    if "\u0420" in line["subject"]:
+        assert AuditEntry.objects.filter(action="resolved-name").count() == 1
