@@ -27,7 +27,17 @@ The rules, in the order they are checked:
 3. *collisions* — live facts the incoming one contradicts (another object on
    a ``one`` predicate that is not event-like; the same object under another
    predicate of the exclusion group):
-   - any commitment involved → flagged *commitment*;
+   - any commitment involved → flagged *commitment*. For a steward of the
+     scope writing (``Incoming.by_steward``), only *admitted* colliding facts
+     are weighed here: a candidate (a system fact whose latest verdict is not
+     ``admitted``, ``StandingFact.candidate``; a suspended fact is still
+     admitted) never holds up a steward's write, neither by
+     its own class nor as what the steward's commitment would overrule. The
+     candidate is then weighed by the rules below as an ordinary fact of its
+     source, so a steward's write on a candidate commitment of equal or
+     lower rank supersedes it (on a ``supersede`` predicate or in an
+     exclusion group: audited as an automatic change, revertible) and is
+     flagged *contradiction* under a ``review`` policy (issue 29 item 8);
    - the incoming ``t_valid`` is not after a colliding fact's → flagged
      *backdated* (closing the older interval there would leave it valid at
      no instant);
@@ -406,6 +416,9 @@ class Incoming:
     t_valid: datetime
     t_invalid: datetime | None = None
     evidence: tuple[Evidence, ...] = ()
+    # The writer is a steward of the scope: the one writer whose word a
+    # candidate cannot hold up (rule 3), since the steward is who admits it.
+    by_steward: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,6 +435,10 @@ class StandingFact:
     t_valid: datetime
     t_invalid: datetime | None = None
     evidence: tuple[Evidence, ...] = ()
+    # A system fact whose latest verdict is not ``admitted`` (SPEC §6): no
+    # verdict yet, or rejected. A ``user`` fact is never one (it has no
+    # verdicts; it is weighed only against its own author's writes).
+    candidate: bool = False
 
     @property
     def live(self) -> bool:
@@ -534,8 +551,14 @@ def decide(
     ]
     collisions = by_cardinality + by_group
     if collisions:
-        if incoming.epistemic == "commitment" or any(
-            f.epistemic == "commitment" for f in collisions
+        # What a commitment would be overruled by, or would overrule: for a
+        # steward, only what a steward has admitted. A candidate commitment
+        # is someone's proposal, and the steward is who rules on proposals;
+        # letting it dispute the steward's write would let any member hold
+        # the scope's stewards up by stating a class.
+        weighed = [f for f in collisions if not f.candidate] if incoming.by_steward else collisions
+        if weighed and (
+            incoming.epistemic == "commitment" or any(f.epistemic == "commitment" for f in weighed)
         ):
             return _flag("commitment", born, collisions, "a commitment is never overruled")
         if any(incoming.t_valid <= f.t_valid for f in collisions):
@@ -600,8 +623,13 @@ def _reinforce(
     )
 
 
-def incoming_from(assertion: Assertion, object_key: str, *, t_valid: datetime) -> Incoming:
-    """The decision's view of a checked assertion whose object resolved to ``object_key``."""
+def incoming_from(
+    assertion: Assertion, object_key: str, *, t_valid: datetime, by_steward: bool = False
+) -> Incoming:
+    """The decision's view of a checked assertion whose object resolved to ``object_key``.
+
+    ``by_steward``: the writer is a steward of the assertion's scope (rule 3).
+    """
     return Incoming(
         predicate=assertion.predicate,
         object_kind=assertion.object_kind,
@@ -613,6 +641,7 @@ def incoming_from(assertion: Assertion, object_key: str, *, t_valid: datetime) -
         t_valid=t_valid,
         t_invalid=assertion.t_invalid,
         evidence=assertion.evidence,
+        by_steward=by_steward,
     )
 
 

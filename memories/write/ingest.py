@@ -447,6 +447,7 @@ def _decide_locked(
         {"predicate": line.assertion.predicate, "source_type": line.assertion.source_type}
         for line in lines
     )
+    _hold_entities(lines)
     lock_slots(
         (line.scope_id, line.subject_id, vocab.spec.slot_name(line.assertion.predicate))
         for line in lines
@@ -459,6 +460,60 @@ def _decide_locked(
         for line, stamp in zip(lines, clock.take(start, len(lines)), strict=False):
             line.now = stamp
     return do_decide_and_write(lines, actor=actor, vocab=vocab)
+
+
+def _hold_entities(lines: list[Line]) -> None:
+    """Hold every entity the lines name against merges, before any slot lock (as a write does).
+
+    The set-wise twin of ``claimgraph_entity_held`` (memories/sql/slots.sql):
+    each entity's own lock taken shared, in id order, in the transaction that
+    writes the lines (a worker's too, which did not resolve them), then the
+    merges looked up again. A merge committed since the lines were resolved
+    moves them onto its survivor here; one still under way has taken the
+    lock exclusively, so this waits for it. Without this, a line could be
+    written naming an entity a merge had just moved everything away from.
+    """
+    by_scope: dict[int, set[int]] = {}
+    for line in lines:
+        ids = by_scope.setdefault(line.scope_id, set())
+        ids.add(line.subject_id)
+        if line.object_ref_id is not None:
+            ids.add(line.object_ref_id)
+    survivor: dict[tuple[int, int], int] = {}
+    with hot_cursor() as cursor:
+        for scope_id, ids in sorted(by_scope.items()):
+            wanted = sorted(ids)
+            cursor.execute(_HOLD_ENTITIES, [scope_id, wanted])
+            cursor.execute(_MERGED_INTO, [scope_id, wanted])
+            survivor.update(
+                ((scope_id, entity), into) for entity, into in cursor.fetchall() if into is not None
+            )
+    if not survivor:
+        return
+    names = dict(Entity.objects.filter(pk__in=set(survivor.values())).values_list("pk", "name"))
+    for line in lines:
+        line.subject_id = survivor.get((line.scope_id, line.subject_id), line.subject_id)
+        if line.object_ref_id is not None:
+            line.object_ref_id = survivor.get(
+                (line.scope_id, line.object_ref_id), line.object_ref_id
+            )
+            line.object_key = str(line.object_ref_id)
+        # A look-alike name now names the survivor, as the write path would say.
+        line.look_alikes = tuple(
+            alike._replace(entity_id=into, entity_name=names[into])
+            if (into := survivor.get((line.scope_id, alike.entity_id))) is not None
+            else alike
+            for alike in line.look_alikes
+        )
+
+
+# The shared side of the lock a merge takes on the entity it merges away
+# (memories.store.slots.lock_entity_against_writes); PostgreSQL evaluates the
+# volatile function after the ORDER BY, so every importer takes them in id order.
+_HOLD_ENTITIES = """
+SELECT pg_advisory_xact_lock_shared(claimgraph_slot_lock_id(%s, e.id, ''))
+  FROM unnest(%b::bigint[]) AS e(id) ORDER BY e.id
+"""
 
 
 # --- in parallel ---------------------------------------------------------------------

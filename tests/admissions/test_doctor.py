@@ -143,6 +143,34 @@ def test_derived_admission_state_that_disagrees_with_the_records(author, steward
     assert doctor()[0] == 0
 
 
+def test_the_write_paths_admitted_facts_that_disagree_with_the_records(author, steward):
+    admitted = write_fact(author)
+    record_verdict(actor=steward, fact_id=admitted.pk, verdict="admitted", ground="checked")
+    candidate = write_fact(author, "memcached")
+    assert doctor()[0] == 0
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_admittedfact WHERE fact_id = %s", [admitted.pk])
+        cursor.execute(
+            "INSERT INTO memories_admittedfact (fact_id, scope_id) VALUES (%s, %s)",
+            [candidate.pk, candidate.scope_id],
+        )
+    assert doctor()[0] == 1
+    what = {v["ids"][0]: v["what"] for v in reported("admission-state")}
+    assert set(what) == {str(admitted.pk), str(candidate.pk)}
+    assert (
+        "taking it as a candidate (memories_admittedfact), though the records admit it"
+        in (what[str(admitted.pk)])
+    )
+    assert (
+        "taking it as admitted (memories_admittedfact), though the records do not admit it"
+        in (what[str(candidate.pk)])
+    )
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT admissions_rebuild_state()")
+    assert doctor()[0] == 0
+
+
 def test_an_entity_no_fact_or_merge_names(author, scope):
     write_fact(author)  # AuthService and nothing else
     orphan = Entity.objects.create(scope=scope, name="Orphan", key="orphan")
