@@ -26,7 +26,7 @@ ACTION_LABELS = {
     "corrected-fact": "Fact corrected",
     "opened-conflict": "Conflict opened",
     "resolved-conflict": "Conflict resolved",
-    "closed-conflict": "Conflict closed by itself (moot)",
+    "closed-conflict": "Conflict closed as moot",
     "superseded": "Fact superseded",
     "invalidated": "Fact invalidated",
     "decayed": "Fact marked decayed",
@@ -177,6 +177,15 @@ def describe(
         if after.get("incoming"):
             words += [Value(": "), fact(after["incoming"]), Value(" against ")]
             words += facts(after.get("candidates") or [])
+    elif action == "closed-conflict" and after.get("rejected"):
+        # Closed by a steward's rejection of a side (admissions.actions.record_verdict).
+        words = [
+            Value("Closed "),
+            target,
+            Value(" as moot: "),
+            fact(after["rejected"]),
+            Value(" was rejected, so it no longer has two sides"),
+        ]
     elif action == "closed-conflict":
         words = [Value("Closed "), target, Value(" by itself: a side is no longer live")]
     elif action == "superseded":
