@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from memories.store.models import Conflict
+from memories.write.actions import assert_fact
 from tests.browser.conftest import PASSWORD, needs_browser, sign_in
 
 pytestmark = [
@@ -108,3 +109,33 @@ def test_rejecting_a_candidate_in_a_conflict_closes_it_and_admitting_one_says_it
     conflict = Conflict.objects.get(pk=page.url.rstrip("/").split("/")[-1])
     assert conflict.is_open
     photograph(page, "conflict-open")
+
+
+def test_a_side_rejected_from_its_page_is_shown_rejected_in_a_conflict_still_open(
+    open_browser, member, steward
+):
+    def say(actor, predicate, source, **extra):
+        data = {"scope": "project", "subject": "api-layer", "predicate": predicate}
+        data |= {"object": "GraphQL", "source_type": source, **extra}
+        return assert_fact(actor=actor, data=data).fact
+
+    say(steward, "core/decided-against", "decision-record", epistemic="commitment")
+    avoids = say(member, "core/avoids", "agent-note")
+    prefers = say(member, "core/prefers", "session-log")
+    conflict = Conflict.objects.get(members__fact=prefers)
+
+    page = open_browser().page
+    sign_in(page, "stella")
+    page.goto(f"/facts/{avoids.pk}/")
+    page.locator("summary", has_text="Reject").click()
+    page.get_by_label("Ground to reject").fill("the note misread ADR-12")
+    page.get_by_role("button", name="Reject", exact=True).click()
+    message = page.locator(".message").filter(has_text="Rejected: api-layer core/avoids")
+    message.wait_for()
+    assert "still open" in message.inner_text()
+
+    page.goto(f"/conflicts/{conflict.pk}/")
+    page.get_by_text("rejected: no longer a side").wait_for()
+    assert page.get_by_role("button", name="Keep this").count() == 2
+    assert page.get_by_text("Rejected, so not a side of this conflict any more").is_visible()
+    photograph(page, "conflict-open-with-rejected")
