@@ -144,3 +144,16 @@ def test_a_rejected_side_of_a_conflict_still_open_is_shown_rejected_without_keep
     assert page.count("rejected: no longer a side") == 1
     assert "Rejected, so not a side of this conflict any more" in page
     assert adr.pk and "Both stand" in page
+
+    fact_page = as_steward.get(reverse("fact", args=[avoids.pk])).content.decode()
+    assert "rejected: no longer a side" in fact_page
+    assert NOTE not in fact_page
+
+
+def test_the_audit_feed_lists_the_closing_as_the_stewards_act_in_words(as_steward, world, steward):
+    record_verdict(actor=steward, fact_id=world.newcomer.pk, verdict="rejected", ground="no")
+    page = as_steward.get(reverse("audit"), {"action": "closed-conflict"}).content.decode()
+    assert "was rejected, so it no longer has two sides" in page
+    assert "automatic" not in page[page.index("was rejected") - 2000 : page.index("was rejected")]
+    changes = as_steward.get(reverse("changes")).content.decode()
+    assert "was rejected" not in changes
