@@ -43,7 +43,11 @@ def open_conflicts_of(fact_id: UUID, scope_id: int, *, lock: bool = True) -> "li
     transaction that will act on them. Every statement names the scope
     (docs/scale-out.md).
     """
-    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id)
+    # Ordered by the members' own columns: the default order joins the
+    # conflict by id alone, which names no scope.
+    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id).order_by(
+        "fact__recorded_at", "fact_id"
+    )
     found = (
         Conflict.objects.open()
         .filter(
@@ -86,7 +90,9 @@ def do_close_set_aside(
     result = SetAside()
     touched: set[tuple[int, int, int]] = set()
     closed_ids: list[UUID] = []
+    scope_ids: set[int] = set()
     for conflict in conflicts:
+        scope_ids.add(conflict.scope_id)
         members = list(conflict.members.all())
         sides = [
             (member.role, member.fact.is_live and member.fact_id not in set_aside)
@@ -110,8 +116,13 @@ def do_close_set_aside(
         closed_ids.append(conflict.pk)
         result.closed.append(conflict)
     if closed_ids:
-        end_claims(conflict_ids=closed_ids)
+        # One fact's conflicts share its scope; the statements name it.
+        (scope_id,) = scope_ids
+        end_claims(conflict_ids=closed_ids, scope_id=scope_id)
         recompute_on_commit(touched)
-        for conflict in result.closed:
-            conflict.refresh_from_db()
+        result.closed = list(
+            Conflict.objects.filter(scope_id=scope_id, pk__in=closed_ids).order_by(
+                "opened_at", "id"
+            )
+        )
     return result
