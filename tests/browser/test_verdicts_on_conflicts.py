@@ -139,3 +139,10 @@ def test_a_side_rejected_from_its_page_is_shown_rejected_in_a_conflict_still_ope
     assert page.get_by_role("button", name="Keep this").count() == 2
     assert page.get_by_text("Rejected, so not a side of this conflict any more").is_visible()
     photograph(page, "conflict-open-with-rejected")
+    if SHOTS:  # the rejected side up close at phone width
+        page.set_viewport_size({"width": 390, "height": 900})
+        box = page.get_by_text("rejected: no longer a side").bounding_box()
+        clip = {"x": 0, "y": max(0, box["y"] - 300), "width": 390, "height": 700}
+        page.screenshot(
+            path=Path(SHOTS) / "conflict-rejected-side-390.png", full_page=True, clip=clip
+        )
