@@ -44,7 +44,13 @@ from memories.store.slots import lock_predicate_slot
 from memories.store.touched import recompute_on_commit
 from memories.write.actions import AssertResult, assert_fact, invalidate_fact
 from memories.write.claims import end_claims
-from memories.write.sides import do_close_set_aside, member_fact_ids, open_conflicts_of
+from memories.write.sides import (
+    closed_by_people,
+    do_close_set_aside,
+    do_reopen_set_aside,
+    member_fact_ids,
+    open_conflicts_of,
+)
 
 
 @dataclass
@@ -63,12 +69,15 @@ class RecordedVerdict:
 
     ``closed``: the conflicts a rejection left without two sides, closed as
     moot with it. ``still_open``: those that still wait for a ruling (every
-    one, after an admission: a verdict on one side settles no conflict).
+    one, after an admission: a verdict on one side settles no conflict),
+    ``reopened`` among them: those an earlier rejection of the fact had
+    closed, open again since it is admitted.
     """
 
     record: Record
     closed: list[Conflict] = field(default_factory=list)
     still_open: list[Conflict] = field(default_factory=list)
+    reopened: list[Conflict] = field(default_factory=list)
 
 
 def record_verdict(
@@ -97,7 +106,10 @@ def record_verdict(
       two are left. Otherwise the conflict stays open, the rejected member
       in it, for a steward to rule on what remains.
     - an **admission** settles nothing: the conflict still needs a ruling
-      (``still_open`` lists them, so every face can say so).
+      (``still_open`` lists them, so every face can say so). An admission of
+      a fact whose rejection closed a conflict reopens that conflict if it has
+      two sides again (``reopened``): admitted, the fact would otherwise be
+      served beside the rival it contradicts, with nothing disputed.
 
     Locks: the scope's record lock, then the fact's slot (as ``correct_fact``
     takes them), so the conflicts weighed are the ones standing when the
@@ -120,31 +132,60 @@ def record_verdict(
             now,
         )
         if verdict != Verdict.REJECTED:
-            return RecordedVerdict(
-                record, still_open=open_conflicts_of(fact.pk, fact.scope_id, lock=False)
-            )
+            reopened = _reopen_on_admission(actor, fact, record, now)
+            still_open = open_conflicts_of(fact.pk, fact.scope_id, lock=False)
+            return RecordedVerdict(record, still_open=still_open, reopened=reopened)
         lock_predicate_slot(fact.scope_id, fact.subject_id, fact.predicate.name)
         conflicts = open_conflicts_of(fact.pk, fact.scope_id)
         if not conflicts:
             return RecordedVerdict(record)
-        # The members rejected before, with this one: a side rejected earlier
-        # in a three-sided conflict is no more a side now than this one.
-        rejected = frozenset(
-            FactVerdict.objects.filter(
-                scope_id=fact.scope_id,
-                fact_id__in=member_fact_ids(conflicts),
-                verdict=Verdict.REJECTED,
-            ).values_list("fact_id", flat=True)
-        )
         outcome = do_close_set_aside(
             actor=actor,
             conflicts=conflicts,
-            set_aside=rejected | {fact.pk},
+            set_aside=_rejected_among(fact.scope_id, conflicts) | {fact.pk},
             reason=rejection_reason(fact, ground),
             cause={"rejected": str(fact.pk), "verdict": str(record.pk)},
             now=now,
         )
     return RecordedVerdict(record, closed=outcome.closed, still_open=outcome.still_open)
+
+
+def _rejected_among(scope_id: int, conflicts: list[Conflict]) -> frozenset[UUID]:
+    """The members of ``conflicts`` whose latest verdict is a rejection.
+
+    A side rejected earlier in a three-sided conflict is no more a side than
+    the one rejected now.
+    """
+    return frozenset(
+        FactVerdict.objects.filter(
+            scope_id=scope_id,
+            fact_id__in=member_fact_ids(conflicts),
+            verdict=Verdict.REJECTED,
+        ).values_list("fact_id", flat=True)
+    )
+
+
+def _reopen_on_admission(actor: User, fact: Fact, record: Record, now: datetime) -> list[Conflict]:
+    """Reopen the conflicts a rejection of ``fact`` closed, now that it is admitted.
+
+    Its rival was not served beside it while it was rejected; admitted, the
+    two would be, with nothing disputed: the question is a steward's again.
+    Only conflicts a person's verdict closed (``closed_by_people``), and only
+    those with two sides again. The slot is locked only when there is one.
+    """
+    if not closed_by_people(fact.pk, fact.scope_id):
+        return []
+    lock_predicate_slot(fact.scope_id, fact.subject_id, fact.predicate.name)
+    conflicts = closed_by_people(fact.pk, fact.scope_id, lock=True)
+    return do_reopen_set_aside(
+        actor=actor,
+        conflicts=conflicts,
+        set_aside=_rejected_among(fact.scope_id, conflicts) - {fact.pk},
+        reason=f"{fact} was admitted after its rejection, so the conflict has two sides again. "
+        f"The ground: {record.ground}",
+        cause={"admitted": str(fact.pk), "verdict": str(record.pk)},
+        now=now,
+    )
 
 
 def rejection_reason(fact: Fact, ground: str) -> str:

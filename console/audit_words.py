@@ -27,6 +27,7 @@ ACTION_LABELS = {
     "opened-conflict": "Conflict opened",
     "resolved-conflict": "Conflict resolved",
     "closed-conflict": "Conflict closed as moot",
+    "reopened-conflict": "Conflict reopened by a verdict",
     "superseded": "Fact superseded",
     "invalidated": "Fact invalidated",
     "decayed": "Fact marked decayed",
@@ -188,6 +189,14 @@ def describe(
         ]
     elif action == "closed-conflict":
         words = [Value("Closed "), target, Value(" by itself: a side is no longer live")]
+    elif action == "reopened-conflict":
+        words = [
+            Value("Reopened "),
+            target,
+            Value(": "),
+            fact(after.get("admitted")),
+            Value(" was admitted after its rejection had closed it"),
+        ]
     elif action == "superseded":
         # The write path's entry targets the newer fact and names the older one.
         older = fact(on) if on else target

@@ -280,7 +280,10 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
         else:
             word = "Admitted" if form.cleaned_data["verdict"] == "admitted" else "Rejected"
             said = format_html(
-                "{}: {}.{}", word, found, verdict_conflicts(recorded.closed, recorded.still_open)
+                "{}: {}.{}",
+                word,
+                found,
+                verdict_conflicts(recorded.closed, recorded.still_open, recorded.reopened),
             )
             queue = request.POST.get("queue")
             if queue is None:

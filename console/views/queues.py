@@ -264,11 +264,12 @@ class ReviewItem:
     # After an applied verdict: its fact's conflicts it closed, and those still open.
     closed: tuple[Conflict, ...] = ()
     still_open: tuple[Conflict, ...] = ()
+    reopened: tuple[Conflict, ...] = ()
 
     @property
     def conflicts_said(self) -> str:
         """What the verdict did to its fact's open conflicts, with links (``verdict_conflicts``)."""
-        return verdict_conflicts(self.closed, self.still_open)
+        return verdict_conflicts(self.closed, self.still_open, self.reopened)
 
 
 def _is_uuid(text: str) -> bool:
@@ -322,12 +323,15 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
                     verdict,
                     tuple(recorded.closed),
                     tuple(recorded.still_open),
+                    tuple(recorded.reopened),
                 )
             )
     return outcomes
 
 
-def verdict_conflicts(closed: Sequence[Conflict], still_open: Sequence[Conflict]) -> str:
+def verdict_conflicts(
+    closed: Sequence[Conflict], still_open: Sequence[Conflict], reopened: Sequence[Conflict] = ()
+) -> str:
     """A verdict's flash, continued: the conflicts it closed, and those that still wait.
 
     HTML, each conflict a link: a steward who admitted a side of a conflict
@@ -344,13 +348,17 @@ def verdict_conflicts(closed: Sequence[Conflict], still_open: Sequence[Conflict]
         )
         for conflict in closed
     ]
+    again = {conflict.pk for conflict in reopened}
     parts += [
         format_html(
-            ' <a href="{}">Its conflict on {} {}</a> is still open: a verdict does not settle it;'
+            ' <a href="{}">Its conflict on {} {}</a> {}: a verdict does not settle it;'
             " rule the conflict.",
             reverse("conflict", args=[conflict.pk]),
             conflict.subject.name,
             conflict.predicate.name,
+            "is open again (its rejection had closed it)"
+            if conflict.pk in again
+            else "is still open",
         )
         for conflict in still_open
     ]

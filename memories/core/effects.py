@@ -476,6 +476,42 @@ def set_aside_effects(
     )
 
 
+def restore_effects(
+    conflict_id: UUID,
+    scope_id: int,
+    members: Sequence[tuple[str, bool]],
+    *,
+    now: datetime,
+    reason: str,
+    actor_id: int,
+    cause: Mapping[str, Any],
+) -> tuple[Change, ...]:
+    """Reopen a conflict :func:`set_aside_effects` closed, once it has two sides again.
+
+    A person's act closed it (a steward rejected a side); another act of a
+    person brought that side back (a later admission of it), so the
+    question it asked is open again. ``members`` as for
+    :func:`set_aside_effects`; nothing when it would still be moot.
+    """
+    if conflict_is_moot(members):
+        return ()
+    return (
+        ReopenConflict(conflict_id, now),
+        AuditNote(
+            now,
+            scope_id,
+            "reopened-conflict",
+            "conflict",
+            str(conflict_id),
+            {"status": "resolved", "resolution": MOOT},
+            {"status": "open", **cause},
+            reason,
+            "",
+            actor_id,
+        ),
+    )
+
+
 def invalidation_effects(
     fact_id: UUID,
     scope_id: int,

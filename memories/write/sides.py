@@ -20,7 +20,7 @@ from uuid import UUID
 from django.contrib.auth.models import User
 from django.db.models import Prefetch
 
-from memories.core.effects import Effects, set_aside_effects
+from memories.core.effects import MOOT, Effects, restore_effects, set_aside_effects
 from memories.store.apply import do_apply
 from memories.store.models import Conflict, ConflictMember
 from memories.store.touched import recompute_on_commit
@@ -126,3 +126,71 @@ def do_close_set_aside(
             )
         )
     return result
+
+
+def closed_by_people(fact_id: UUID, scope_id: int, *, lock: bool = False) -> "list[Conflict]":
+    """The conflicts of ``fact_id`` that a person's act closed as moot (:func:`do_close_set_aside`),
+    oldest first, loaded as :func:`open_conflicts_of` loads open ones."""
+    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id).order_by(
+        "fact__recorded_at", "fact_id"
+    )
+    found = (
+        Conflict.objects.filter(
+            scope_id=scope_id,
+            resolution=MOOT,
+            resolved_by__isnull=False,
+            pk__in=ConflictMember.objects.filter(scope_id=scope_id, fact_id=fact_id).values(
+                "conflict"
+            ),
+        )
+        .prefetch_related(Prefetch("members", queryset=members.select_related("fact")))
+        .order_by("opened_at", "id")
+    )
+    if lock:
+        found = found.select_for_update(of=("self",))
+    return list(found)
+
+
+def do_reopen_set_aside(
+    *,
+    actor: User,
+    conflicts: Iterable[Conflict],
+    set_aside: frozenset[UUID],
+    reason: str,
+    cause: Mapping[str, Any],
+    now: datetime,
+) -> list[Conflict]:
+    """Reopen each of ``conflicts`` (closed by :func:`do_close_set_aside`) that has two
+    sides again with only ``set_aside`` out; the ones reopened.
+
+    Under the lock of their slot, held by the caller. Audited as ``actor``'s act.
+    """
+    touched: set[tuple[int, int, int]] = set()
+    reopened: list[UUID] = []
+    scope_ids: set[int] = set()
+    for conflict in conflicts:
+        members = list(conflict.members.all())
+        sides = [
+            (member.role, member.fact.is_live and member.fact_id not in set_aside)
+            for member in members
+        ]
+        changes = restore_effects(
+            conflict.pk,
+            conflict.scope_id,
+            sides,
+            now=now,
+            reason=reason,
+            actor_id=actor.pk,
+            cause=cause,
+        )
+        if changes:
+            touched |= do_apply(Effects(changes, now=now)).touched
+            reopened.append(conflict.pk)
+            scope_ids.add(conflict.scope_id)
+    if not reopened:
+        return []
+    recompute_on_commit(touched)
+    (scope_id,) = scope_ids
+    return list(
+        Conflict.objects.filter(scope_id=scope_id, pk__in=reopened).order_by("opened_at", "id")
+    )

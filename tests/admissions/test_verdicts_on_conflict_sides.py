@@ -178,3 +178,45 @@ def test_the_crawler_does_not_reopen_a_question_a_rejection_closed(steward, outr
     reject(steward, newcomer, ground="billing core is on 5.0: see the lock file")
     run_crawl(full=True)
     assert not Conflict.objects.open().exists()
+
+
+def test_admitting_a_fact_whose_rejection_closed_its_conflict_reopens_it(
+    steward, commitment_conflict
+):
+    _, newcomer, conflict = commitment_conflict
+    reject(steward, newcomer)
+    later = at("2026-03-02T09:00:00")
+    recorded = record_verdict(
+        actor=steward, fact_id=newcomer.pk, verdict="admitted", ground="we misread it", now=later
+    )
+    conflict.refresh_from_db()
+    assert conflict.is_open and conflict.reopened_at == later
+    assert [c.pk for c in recorded.reopened] == [conflict.pk]
+    assert [c.pk for c in recorded.still_open] == [conflict.pk]
+    entry = AuditEntry.objects.get(action="reopened-conflict")
+    assert (entry.actor, entry.rule, entry.target_id) == (steward, "", str(conflict.pk))
+    assert entry.after["admitted"] == str(newcomer.pk)
+
+
+def test_admitting_one_side_does_not_reopen_a_conflict_whose_other_side_is_rejected_too(
+    steward, commitment_conflict
+):
+    adr, newcomer, conflict = commitment_conflict
+    reject(steward, newcomer)
+    reject(steward, adr, ground="the ADR was withdrawn")
+    recorded = record_verdict(
+        actor=steward, fact_id=newcomer.pk, verdict="admitted", ground="fine", now=T
+    )
+    conflict.refresh_from_db()
+    assert not conflict.is_open
+    assert recorded.reopened == []
+
+
+def test_admitting_a_fact_never_reopens_a_conflict_a_steward_ruled_on(steward, commitment_conflict):
+    _, newcomer, conflict = commitment_conflict
+    resolve_conflict(actor=steward, conflict_id=conflict.pk, action="dismiss", reason="fine")
+    recorded = record_verdict(
+        actor=steward, fact_id=newcomer.pk, verdict="admitted", ground="fine", now=T
+    )
+    conflict.refresh_from_db()
+    assert conflict.resolution == "dismissed" and recorded.reopened == []

@@ -157,3 +157,13 @@ def test_the_audit_feed_lists_the_closing_as_the_stewards_act_in_words(as_stewar
     assert "automatic" not in page[page.index("was rejected") - 2000 : page.index("was rejected")]
     changes = as_steward.get(reverse("changes")).content.decode()
     assert "was rejected" not in changes
+
+
+def test_admitting_a_rejected_side_says_its_conflict_is_open_again(as_steward, world, steward):
+    record_verdict(actor=steward, fact_id=world.newcomer.pk, verdict="rejected", ground="no")
+    url = reverse("fact-verdict", args=[world.newcomer.pk])
+    response = as_steward.post(url, {"verdict": "admitted", "ground": "we misread the ADR"})
+    (message,) = said(response)
+    assert "is open again" in message and f"/conflicts/{world.conflict.pk}/" in message
+    world.conflict.refresh_from_db()
+    assert world.conflict.is_open
