@@ -123,10 +123,10 @@ def present_record(record: Record) -> dict[str, Any]:
 @router.post("/facts/{fact_id}/admissions", response={201: RecordOut, **WRITE_ERRORS})
 def post_admission(request: HttpRequest, fact_id: str, payload: VerdictIn):
     """A steward's verdict on a system fact: admitted or rejected, with a ground."""
-    record = record_verdict(
+    recorded = record_verdict(
         actor=caller(request), fact_id=fact_id, verdict=payload.verdict, ground=payload.ground
     )
-    return Status(201, present_record(record))
+    return Status(201, present_record(recorded.record))
 
 
 @router.post("/facts/{fact_id}/challenges", response={201: RecordOut, **WRITE_ERRORS})

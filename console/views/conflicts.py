@@ -213,11 +213,27 @@ def _conflict_context(
     facts = [member.fact for member in members]
     history = _slot_history(request.user, conflict, members)
     statuses = fact_statuses(facts)
-    disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
+    # A rejected member of an open conflict is no longer a side of it
+    # (docs/admissions.md): it is shown as rejected, neither disputed nor
+    # offered to keep. (Its rejection closed the conflict unless two sides remain.)
+    out = {
+        fact.pk
+        for fact in facts
+        if conflict.is_open
+        and statuses.get(fact.pk) is not None
+        and statuses[fact.pk].status == "rejected"
+    }
+    disputed = {
+        member.fact_id
+        for member in members
+        if member.disputes and conflict.is_open and member.fact_id not in out
+    }
     candidates = [
         {
             "member": member,
             "fact": member.fact,
+            "out": member.fact_id in out,
+            "disputed": member.fact_id in disputed,
             "effective": member.fact.effective_confidence(now),
             "status": statuses.get(member.fact.pk),
             "keep_form": (forms or {}).get(("keep", member.fact_id))

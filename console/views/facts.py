@@ -21,6 +21,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
@@ -51,7 +52,7 @@ from console.views.common import (
     paginate,
     refusals,
 )
-from console.views.queues import next_candidate_url
+from console.views.queues import next_candidate_url, verdict_conflicts
 from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
 from memories.reads.history import slot_of, slots_of_entity
@@ -211,6 +212,8 @@ def _fact_context(
         "ground_max": MAX_REASON_LENGTH,
         "chain": supersession_chain(fact, limit=CHAIN_LIMIT),
         "memberships": memberships,
+        # Said beside Admit: a verdict on one side of a conflict settles nothing.
+        "open_conflicts": [m.conflict for m in memberships if m.conflict.is_open],
         "receipts": receipts,
         "is_steward": is_steward_of(user, fact.scope),
         "may_challenge": fact.bucket == Bucket.SYSTEM,
@@ -303,7 +306,7 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
     form = VerdictForm(request.POST)
     if form.is_valid():
         try:
-            record_verdict(
+            recorded = record_verdict(
                 actor=request.user,
                 fact_id=found.pk,
                 verdict=form.cleaned_data["verdict"],
@@ -313,13 +316,19 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
             add_rejection(form, error)
         else:
             word = "Admitted" if form.cleaned_data["verdict"] == "admitted" else "Rejected"
+            said = format_html(
+                "{}: {}.{}",
+                word,
+                found,
+                verdict_conflicts(recorded.closed, recorded.still_open, recorded.reopened),
+            )
             queue = request.POST.get("queue")
             if queue is None:
-                return _after_record(request, found, f"{word}: {found}.")
+                return _after_record(request, found, said)
             # Opened from the Candidates queue: on to its next candidate, same filters.
             to, more = next_candidate_url(request.user, queue)
             then = "Next candidate." if more else "Queue empty: no candidate left here."
-            return done(request, f"{word}: {found}. {then}", to)
+            return done(request, format_html("{} {}", said, then), to)
     return _refused_input(request, found, "verdict", form)
 
 

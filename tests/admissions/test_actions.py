@@ -35,7 +35,7 @@ def minutes(n: float):
 def admit(steward, fact, when=0, verdict="admitted"):
     return record_verdict(
         actor=steward, fact_id=fact.pk, verdict=verdict, ground="checked", now=minutes(when)
-    )
+    ).record
 
 
 def challenge(actor, fact, when, evidence=("ticket-1",)):
