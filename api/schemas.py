@@ -22,6 +22,7 @@ from uuid import UUID
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest
 from ninja import Field, Schema
+from ninja.errors import ValidationError as InvalidInput
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -31,11 +32,39 @@ from pydantic import (
     StrictBool,
     StrictStr,
     Tag,
+    ValidationError,
     WithJsonSchema,
+    model_validator,
 )
 
-from memories.core.decisions import unstorable
+from memories.core.decisions import (
+    BUCKETS,
+    EPISTEMIC_STRENGTH,
+    OBJECT_KINDS,
+    Reason,
+    Status,
+    parse_assertion,
+    unstorable,
+)
 from memories.store.errors import Rejected
+from memories.store.models import ConflictKind as ConflictKindChoices
+from memories.store.models import Resolution as ResolutionChoices
+from memories.store.vocabulary import load_vocabulary
+
+# The closed sets of the API's shapes, each taken from its one home (the
+# write path's checks, the models' choices), so every schema that names one
+# carries its ``enum`` and the two cannot drift apart. Predicates and source
+# types are not among them: an admin edits those at run time, so a schema
+# describes them and points to discovery (GET /vocabulary) instead.
+ObjectKind = Literal[OBJECT_KINDS]  # type: ignore[valid-type]
+EpistemicClass = Literal[tuple(EPISTEMIC_STRENGTH)]  # type: ignore[valid-type]
+BucketName = Literal[BUCKETS]  # type: ignore[valid-type]
+AdmissionStatus = Literal["candidate", "admitted", "rejected", "suspended"]
+AssertStatus = Status
+FlagReason = Reason
+ConflictKind = Literal[tuple(ConflictKindChoices.values)]  # type: ignore[valid-type]
+ConflictStatus = Literal["open", "resolved"]
+Resolution = Literal[tuple(ResolutionChoices.values)]  # type: ignore[valid-type]
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -83,6 +112,14 @@ Instant = Annotated[
 ]
 # Strict: a JSON integer is a number, a string or a boolean is not.
 Number = Annotated[float, Strict()]
+# Stated in the schema for a client to read; checked by the write path
+# (``parse_confidence``), whose refusal names the field with the others.
+Confidence = Annotated[
+    float,
+    Strict(),
+    Field(allow_inf_nan=False),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1}),
+]
 
 
 class Body(BaseModel):
@@ -115,16 +152,59 @@ class FactIn(Body):
     subject: Text = Field(max_length=500)
     predicate: Text = Field(max_length=200)
     object: Text = Field(max_length=2_000)
-    object_kind: Literal["literal", "entity"] | None = None
-    epistemic: Literal["observation", "preference", "commitment"] | None = None
+    object_kind: ObjectKind | None = None
+    epistemic: EpistemicClass | None = None
     source_type: Text = Field(max_length=100)
-    confidence: Number | None = Field(None, allow_inf_nan=False)
+    confidence: Confidence | None = None
     t_valid: Instant | None = None
     t_invalid: Instant | None = None
     episode: Text | None = Field(None, max_length=200)
     statement: Text | None = Field(None, max_length=20_000)
     evidence: list[EvidenceIn] | None = Field(None, max_length=100)
-    bucket: Literal["system", "user"] | None = None
+    bucket: BucketName | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _every_problem(cls, data: Any, handler: Any) -> "FactIn":
+        """Refused with every problem at once: the schema's and the write path's together.
+
+        The schema checks types and closed sets, the write path
+        (``parse_assertion``) what only the vocabulary knows (an unknown
+        predicate or source type). A body the schema refuses never reaches
+        the write path, so its problems are asked for here too: an agent
+        gets one answer listing all that is wrong, not one a field.
+        """
+        try:
+            return handler(data)
+        except ValidationError as refused:
+            if not isinstance(data, dict):
+                raise
+            found = refused.errors(include_url=False, include_context=False, include_input=False)
+            at_fault = {str(error["loc"][0]) for error in found if error["loc"]}
+            problems = [{**error, "loc": ("body", *error["loc"])} for error in found]
+            for problem in assertion_problems(data):
+                if problem.field not in at_fault:
+                    problems.append(
+                        {
+                            "loc": ("body", problem.field),
+                            "msg": problem.message,
+                            "type": problem.code,
+                            "code": problem.code,
+                        }
+                    )
+            # Raised as the API's own refusal rather than pydantic's: pydantic
+            # cannot carry another checker's problems, and both faces (the
+            # API's handler, MCP's tool call) answer this one alike.
+            raise InvalidInput(problems) from refused
+
+
+def assertion_problems(data: dict[str, Any]) -> tuple[Rejected, ...]:
+    """What the write path would refuse in ``data``, every field of it; empty when nothing."""
+    try:
+        parse_assertion(data, load_vocabulary(data).spec, now=datetime.now(UTC))
+    except Rejected as refused:
+        return refused.problems
+    return ()
 
 
 class InvalidateIn(Body):
@@ -189,7 +269,7 @@ class TruthQuery(Page):
 
 class ConflictQuery(Page):
     scope: Text | None = Field(None, max_length=100)
-    status: Literal["open", "resolved"] | None = None
+    status: ConflictStatus | None = None
 
 
 # --- output shapes -----------------------------------------------------------------
@@ -213,7 +293,7 @@ class ErrorOut(BaseModel):
 
 
 class AdmissionOut(BaseModel):
-    status: Literal["candidate", "admitted", "rejected", "suspended"] | None
+    status: AdmissionStatus | None
     explanation: str
 
 
@@ -228,8 +308,8 @@ class FactOut(BaseModel):
     subject: str
     predicate: str
     object: str
-    object_kind: Literal["literal", "entity"]
-    epistemic: str
+    object_kind: ObjectKind
+    epistemic: EpistemicClass
     source_type: str
     confidence: float
     effective_confidence: float
@@ -239,7 +319,7 @@ class FactOut(BaseModel):
     last_reinforced_at: datetime
     superseded_by: UUID | None
     disputed: bool
-    bucket: Literal["system", "user"]
+    bucket: BucketName
     author: str
     episode: str
     statement: str
@@ -253,9 +333,15 @@ class LookAlikeOut(BaseModel):
     entity: str = Field(description="The existing entity it resolved to, by its own name.")
 
 
+class ConfidenceClampOut(BaseModel):
+    asked: float = Field(description="The confidence the assertion stated.")
+    ceiling: float = Field(description="The source type's ceiling, which the assertion counted as.")
+    ceiling_of: str = Field(description="The source type whose ceiling capped it.")
+
+
 class AssertOut(BaseModel):
-    status: Literal["created", "reinforced", "superseded", "flagged"]
-    reason: str | None
+    status: AssertStatus
+    reason: FlagReason | None
     fact: FactOut
     candidates: list[FactOut]
     superseded: list[UUID]
@@ -264,6 +350,12 @@ class AssertOut(BaseModel):
         description=(
             "Names given that are not an entity's name or alias but look like one (the same"
             " Unicode confusable skeleton, UTS #39): the fact names that existing entity."
+        )
+    )
+    confidence_clamped: ConfidenceClampOut | None = Field(
+        description=(
+            "Set when the stated confidence was above the source type's ceiling and was"
+            " capped to it; null otherwise. fact.confidence is what the store holds."
         )
     )
 
@@ -276,7 +368,7 @@ class InvalidateOut(BaseModel):
 
 class DisputeOut(BaseModel):
     conflict: UUID
-    kind: str
+    kind: ConflictKind
     opened_at: datetime
     candidates: list[UUID] = Field(description="The standing facts the value collided with.")
 
@@ -304,7 +396,7 @@ class TruthOut(BaseModel):
 
 class OutcomeOut(BaseModel):
     id: UUID
-    outcome: str
+    outcome: Literal["accepted"]
     fact_ids: list[UUID]
     reported_at: datetime
 
@@ -316,11 +408,11 @@ class ConflictFactOut(FactOut):
 class ConflictOut(BaseModel):
     id: UUID
     scope: str
-    kind: str
-    status: Literal["open", "resolved"]
+    kind: ConflictKind
+    status: ConflictStatus
     facts: list[ConflictFactOut]
     opened_at: datetime
-    resolution: str | None
+    resolution: Resolution | None
     resolved_by: str | None
     resolved_at: datetime | None
     reason: str

@@ -113,6 +113,9 @@ MIXED = [
         "rejected",
     ),
     (line("team", "core/uses", "REST", "code", confidence="high"), "rejected"),
+    # Out of the scale: refused, never stored as 1.0 or 0.0 (issue 31 §3).
+    (line("team", "core/uses", "gRPC", "code", confidence=1.5), "rejected"),
+    (line("team", "core/uses", "SOAP", "code", confidence=-3), "rejected"),
     (line("AuthService", "core/has-version", "2.2.0", "code"), "superseded"),
     (line("AuthService", "core/has-version", "2.2.0", "session-log"), "reinforced"),
 ]
@@ -439,6 +442,19 @@ def test_import_command_reports_counts_and_each_rejected_line(member, scope, tmp
     assert "line 7: rejected (line): is not valid JSON" in output
     assert set(Fact.objects.values_list("episode", flat=True)) == {"import-1"}
     assert set(Fact.objects.values_list("author__username", flat=True)) == {"mira"}
+
+
+def test_import_command_names_every_bad_field_of_a_line(member, scope, tmp_path):
+    bad = line("svc", "core/likes", "redis", "telepathy", confidence=1e9)
+    path = tmp_path / "facts.jsonl"
+    path.write_text(json.dumps(bad | {"scope": "project"}) + "\n", encoding="utf-8")
+    out = StringIO()
+    call_command("import_facts", str(path), "--as", "mira", stdout=out)
+    output = out.getvalue()
+    assert "line 1: rejected (predicate): unknown predicate 'core/likes'" in output
+    assert "source_type: unknown source type 'telepathy'" in output
+    assert "confidence: must be between 0 and 1" in output
+    assert not Fact.objects.exists()
 
 
 # --- concurrency ---------------------------------------------------------------------
