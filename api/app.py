@@ -56,7 +56,9 @@ api = _Api(
     description=(
         "A shared memory for AI agents. Authenticate with `Authorization: Bearer <token>` "
         "(issued on the account page or by `manage.py issue_token`). Errors are "
-        '`{"code", "message", "field"?}`.'
+        '`{"code", "message", "field"?}`, or with several bad fields `{"code": "invalid",'
+        ' "message", "errors": [{"field", "code", "message"}, ...]}`. Start with GET /scopes'
+        " and GET /vocabulary: every scope, predicate and source type you may use."
     ),
     urls_namespace="api",
     openapi_url="/openapi.json",
