@@ -444,6 +444,37 @@ def test_import_command_reports_counts_and_each_rejected_line(member, scope, tmp
     assert set(Fact.objects.values_list("author__username", flat=True)) == {"mira"}
 
 
+@pytest.mark.parametrize(
+    "workers",
+    [
+        1,
+        # Committed, so forked workers decide the lines (inside a transaction
+        # the import stays in this process).
+        pytest.param(2, marks=pytest.mark.django_db(transaction=True, serialized_rollback=True)),
+    ],
+)
+def test_import_command_reports_the_lines_whose_confidence_was_capped(
+    member, scope, tmp_path, workers
+):
+    rows = [
+        line("svc", "core/uses", "redis", "agent-note", confidence=0.99),
+        line("svc", "core/uses", "kafka", "agent-note"),  # the default: not reported
+        line("svc", "core/uses", "nats", "code", confidence=0.9),
+        line("svc", "core/uses", "zmq", "session-log", confidence=0.75),
+        line("svc", "core/uses", "rabbit", "agent-note", confidence=1.5),  # rejected
+    ]
+    path = tmp_path / "facts.jsonl"
+    path.write_text("\n".join(json.dumps(r | {"scope": "project"}) for r in rows), encoding="utf-8")
+    out = StringIO()
+    call_command("import_facts", str(path), "--as", "mira", "--workers", str(workers), stdout=out)
+    output = out.getvalue()
+    assert "Confidence capped by the source type's ceiling on 2 line(s):" in output
+    assert "  line 1: confidence 0.99 capped at 0.65, the ceiling of agent-note" in output
+    assert "  line 4: confidence 0.75 capped at 0.7, the ceiling of session-log" in output
+    assert "line 2:" not in output
+    assert "line 5: rejected (confidence)" in output
+
+
 def test_import_command_names_every_bad_field_of_a_line(member, scope, tmp_path):
     bad = line("svc", "core/likes", "redis", "telepathy", confidence=1e9)
     path = tmp_path / "facts.jsonl"
