@@ -224,14 +224,15 @@ def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: date
     """
     problems: list[Rejected] = []
 
-    def checked(check: Any, *args: Any, fallback: Any = None, **kwargs: Any) -> Any:
+    def checked(check: Any, *args: Any, **kwargs: Any) -> Any:
+        # The checked value, or None (with the problem noted) when refused.
         try:
             return check(*args, **kwargs)
         except Rejected as problem:
             problems.append(problem)
-            return fallback
+            return None
 
-    for name in sorted((set(raw) - ASSERTION_FIELDS), key=repr):
+    for name in sorted(set(raw) - ASSERTION_FIELDS, key=repr):
         # A key is named as it was sent unless it is not text itself: the
         # refusal is printed and stored, and must survive both.
         if not isinstance(name, str) or unstorable(name) is not None:
