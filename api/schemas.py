@@ -416,7 +416,21 @@ class ContestedValueOut(BaseModel):
 class ContestedSlotOut(BaseModel):
     subject: str
     predicate: str
-    values: list[ContestedValueOut]
+    showing: Literal["contested", "unknown"] = Field(
+        description=(
+            "What the slot shows: `contested` when a value its conflicts dispute is current"
+            " (listed in `standing` and among the results; the disputed values contest it and"
+            " none is chosen), `unknown` when one of its conflicts has no current member: say"
+            " 'unknown — disputed', never pick one."
+        )
+    )
+    standing: list[UUID] = Field(
+        description=(
+            "The current facts (in `results`) that this slot's disputed values contest;"
+            " empty when none of them is current."
+        )
+    )
+    values: list[ContestedValueOut] = Field(description="The disputed values, none chosen.")
 
 
 class TruthOut(BaseModel):

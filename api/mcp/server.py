@@ -203,9 +203,10 @@ OPERATIONS = (
             "What the scope currently believes, ranked by effective confidence: admitted,"
             " undisputed facts (and your own private ones), optionally for one subject or"
             " predicate, as of a valid time and as known at a transaction time. Disputed values"
-            " are left out; with contested: true they come back in `contested` with their"
-            " conflicts — a slot with disputed values is unknown — disputed: say so and show"
-            " the candidates, never pick one."
+            " are left out; with contested: true they come back in `contested`, by slot, with"
+            " their conflicts and what the slot shows: `contested` (its `standing` facts stay"
+            " current, the disputed values contest them) or `unknown` (nothing in a conflict is"
+            " current: say unknown — disputed and show the candidates, never pick one)."
         ),
         arguments=TruthQuery,
         answer=TruthOut,

@@ -32,6 +32,7 @@ from admissions.selectors import (
     suspended_fact_ids,
     with_admission_status,
 )
+from console import slot_pictures
 from console.admission_forms import (
     ChallengeForm,
     CorrectForm,
@@ -53,6 +54,7 @@ from console.views.common import (
 from console.views.queues import next_candidate_url
 from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
+from memories.reads.history import slot_of, slots_of_entity
 from memories.reads.selectors import supersession_chain
 from memories.store.errors import NotFound, Rejected
 from memories.store.lookups import readable_fact
@@ -65,6 +67,10 @@ from memories.write.merges import merge_target_id, visible_entity
 CHAIN_LIMIT = 25
 # How many receipts the fact page shows, the latest first.
 RECEIPTS_SHOWN = 50
+# How many versions of its slot the fact page draws and lists (the newest), as the conflict page.
+SLOT_HISTORY_LIMIT = 60
+# How many versions of each slot a subject page's small multiple draws (the newest).
+SUBJECT_SLOT_VERSIONS = 12
 
 
 # --- facts browser --------------------------------------------------------------------
@@ -147,13 +153,19 @@ def facts(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _fact_context(
-    user: User, fact: Fact, forms: dict[Any, Form] | None = None, *, queue: str | None = None
+    user: User,
+    fact: Fact,
+    forms: dict[Any, Form] | None = None,
+    *,
+    queue: str | None = None,
+    pictures: bool = True,
 ) -> dict[str, Any]:
     """Everything the fact page shows; ``forms`` are bound forms to show with their errors.
 
     ``queue`` is the query string of the Candidates queue the fact was opened
     from (None when it was not): a verdict then leads to that queue's next
-    candidate.
+    candidate. Without ``pictures`` (an htmx swap of the status panel alone)
+    the slot and the decay chart are neither read nor drawn.
     """
     forms = forms or {}
     now = timezone.now()
@@ -188,6 +200,7 @@ def _fact_context(
         "fact": fact,
         "now": now,
         "effective": fact.effective_confidence(now),
+        **(_pictures(user, fact, now) if pictures else {}),
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
@@ -219,6 +232,24 @@ def _fact_context(
     }
 
 
+def _pictures(user: User, fact: Fact, now) -> dict[str, Any]:
+    """The fact's slot (timeline and history, the fact itself marked) and its decay chart."""
+    history = slot_of(viewer=user, fact=fact, limit=SLOT_HISTORY_LIMIT)
+    across_group = bool(fact.predicate.exclusion_group)
+    drawn = slot_pictures.spans(
+        history,
+        across_group=across_group,
+        current=fact.pk,
+        disputed=slot_pictures.disputed_of(history),
+    )
+    return {
+        "decay": slot_pictures.decay_of(fact, now=now),
+        "history": history,
+        "across_group": across_group,
+        "timeline": slot_pictures.draw(drawn, now=now),
+    }
+
+
 @require_GET
 @login_required
 @refusals
@@ -246,14 +277,20 @@ def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpRe
     if request.htmx:
         messages.success(request, message)
         fresh = readable_fact(request.user, found.pk)
-        context = _fact_context(request.user, fresh)
+        context = _fact_context(request.user, fresh, pictures=False)
         return render(request, "console/fact.html#fact-status", context)
     return done(request, message, reverse("fact", args=[found.pk]))
 
 
 def _refused_input(request: HtmxHttpRequest, found: Fact, key: Any, form: Form) -> HttpResponse:
     """The page (or, for htmx, the panel) again with the form's errors: a 400."""
-    context = _fact_context(request.user, found, {key: form}, queue=request.POST.get("queue"))
+    context = _fact_context(
+        request.user,
+        found,
+        {key: form},
+        queue=request.POST.get("queue"),
+        pictures=not request.htmx,
+    )
     template = "console/fact.html#fact-status" if request.htmx else "console/fact.html"
     return render(request, template, context, status=400)
 
@@ -389,6 +426,11 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
     )
     context = {
         "entity": entity,
+        "now": now,
+        "pictures": slot_pictures.subject_slots(
+            slots_of_entity(viewer=request.user, entity=entity, per_slot=SUBJECT_SLOT_VERSIONS),
+            now=now,
+        ),
         "truth": truth,
         "pending": pending,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,

@@ -18,7 +18,7 @@ from api.mcp.guide import INSTRUCTIONS
 from memories.store.models import Fact
 from memories.write.actions import assert_fact
 from tests.api.conftest import Agent, fact_body
-from tests.api.mcp_client import body, call_http, live_site, over_http
+from tests.api.mcp_client import body, call_http, over_http
 from tests.deadlines import PROCESS_DEADLINE
 
 # serialized_rollback: data migrations seed the vocabulary and the stewards group.
@@ -37,17 +37,6 @@ TOOLS = {
     "list_scopes",
     "vocabulary",
 }
-
-
-@pytest.fixture(scope="module")
-def site() -> str:
-    with live_site() as url:
-        yield url
-
-
-@pytest.fixture
-def mcp_url(site) -> str:
-    return f"{site}/mcp/"
 
 
 def post(url: str, **options) -> httpx2.Response:
@@ -129,6 +118,7 @@ def test_recall_leaves_out_a_disputed_value_and_reports_it_when_asked(mcp_url, m
     assert [fact["object"] for fact in contested["results"]] == ["2.0.0"]
     (slot,) = contested["contested"]
     assert (slot["subject"], slot["predicate"]) == ("AuthService", "core/has-version")
+    assert (slot["showing"], slot["standing"]) == ("contested", [str(standing.pk)])
     (value,) = slot["values"]
     assert value["fact"]["id"] == str(disputed.pk)
     assert value["disputes"][0]["kind"] == "outranked"
@@ -142,7 +132,7 @@ def test_context_is_the_digest_within_its_budget(mcp_url, member, steward):
 
     full = call_http(mcp_url, secret, "context", {"scope": "project"})
     assert full.content[0].text == body(full)["markdown"]
-    assert "## Unknown — disputed" in full.content[0].text
+    assert '  - contested by "3.0.0" (agent-note' in full.content[0].text
 
     small = body(call_http(mcp_url, secret, "context", {"scope": "project", "budget": 200}))
     assert len(small["markdown"]) <= 200

@@ -175,3 +175,38 @@ def test_a_merged_subject_page_reads_in_a_fixed_number_of_queries(as_steward, st
     store.grow(8)
     assert queries(as_steward, reverse("subject", args=[merged])) == few
     assert few <= BUDGET
+
+
+# Every predicate of the seeded vocabulary: one slot each (or one per exclusion group).
+PREDICATES = [
+    "core/uses",
+    "core/has-version",
+    "core/avoids",
+    "core/depends-on",
+    "core/deployed-via",
+    "core/owned-by",
+    "core/works-at",
+    "core/prefers",
+]
+
+
+def test_the_subject_page_reads_in_as_many_queries_for_many_slots_as_for_two(
+    as_steward, as_member, steward, member
+):
+    def slots(predicates, versions: int) -> None:
+        for predicate in predicates:
+            for n in range(versions):
+                day = at("2026-01-01T09:00").replace(day=1 + n)
+                write(steward, "atlas", predicate, f"{predicate}-{n}", "code", now=day)
+
+    slots(PREDICATES[:2], 2)
+    entity = find_entity(Scope.objects.get(name="project"), "atlas").pk
+    url = reverse("subject", args=[entity])
+    few = [queries(client, url) for client in (as_steward, as_member)]
+    assert len(as_steward.get(url).context["pictures"]) == 2
+    slots(PREDICATES[2:], 4)
+    pictures = as_steward.get(url).context["pictures"]
+    assert len(pictures) >= 6
+    assert sum(len(p.timeline.bars) for p in pictures) > 20
+    assert [queries(client, url) for client in (as_steward, as_member)] == few
+    assert max(few) <= BUDGET
