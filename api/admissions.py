@@ -19,9 +19,11 @@ from api.schemas import (
     WRITE_ERRORS,
     AssertOut,
     Body,
+    Confidence,
+    EpistemicClass,
     EvidenceIn,
     Instant,
-    Number,
+    ObjectKind,
     Page,
     Text,
 )
@@ -57,10 +59,10 @@ class CorrectionIn(Body):
     subject: Text | None = Field(None, max_length=500)
     predicate: Text | None = Field(None, max_length=200)
     object: Text | None = Field(None, max_length=2_000)
-    object_kind: Literal["literal", "entity"] | None = None
-    epistemic: Literal["observation", "preference", "commitment"] | None = None
+    object_kind: ObjectKind | None = None
+    epistemic: EpistemicClass | None = None
     source_type: Text | None = Field(None, max_length=100)
-    confidence: Number | None = Field(None, allow_inf_nan=False)
+    confidence: Confidence | None = None
     t_valid: Instant | None = None
     t_invalid: Instant | None = None
     episode: Text | None = Field(None, max_length=200)

@@ -51,6 +51,7 @@ from api.schemas import (
     WithdrawalOut,
     WithdrawIn,
 )
+from memories.core.decisions import ConfidenceClamp
 from memories.reads.contested import ContestedSlot, contested_slots, what_contested_slot_shows
 from memories.store.errors import NotFound, Rejected
 from memories.store.lookups import scope_named
@@ -225,8 +226,15 @@ def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
             {"role": alike.role, "given": alike.given, "entity": alike.entity_name}
             for alike in result.look_alikes
         ],
+        "confidence_clamped": _clamp_body(result.confidence_clamped),
     }
     return Status(200 if result.status == "reinforced" else 201, body)
+
+
+def _clamp_body(clamp: ConfidenceClamp | None) -> dict[str, Any] | None:
+    if clamp is None:
+        return None
+    return {"asked": clamp.asked, "ceiling": clamp.ceiling, "ceiling_of": clamp.ceiling_of}
 
 
 # --- cursors -------------------------------------------------------------------------

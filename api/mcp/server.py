@@ -53,6 +53,14 @@ from api.agents import (
     history_answer,
 )
 from api.app import api
+from api.discovery import (
+    ScopePage,
+    ScopesQuery,
+    VocabularyOut,
+    VocabularyQuery,
+    scopes_answer,
+    vocabulary_answer,
+)
 from api.mcp.guide import INSTRUCTIONS
 from api.memory import (
     conflicts_answer,
@@ -78,6 +86,7 @@ from api.schemas import (
     Text,
     TruthOut,
     TruthQuery,
+    describe,
 )
 from memories.write.actions import assert_fact, invalidate_fact, record_outcome
 
@@ -121,38 +130,6 @@ class AssertAnswer(AssertOut):
             " look (look_alikes): which entity the fact is about."
         )
     )
-
-
-# What each argument means, for an agent reading the tools' schemas; one
-# table, as a name means the same in every tool.
-ARGUMENT_NOTES = {
-    "scope": "The scope (project) to read or write; your token's account must belong to it.",
-    "subject": "The entity the fact is about, by name or alias (case-insensitive).",
-    "predicate": "The relation, e.g. core/has-version, core/uses, core/prefers,"
-    " core/decided-against, core/owned-by, core/deployed-via, core/depends-on.",
-    "object": "The value: a literal, or an entity's name with object_kind 'entity'.",
-    "source_type": "How you know it: decision-record, code, user-assertion, session-log,"
-    " failure-report, agent-note or inferred (most to least trusted).",
-    "epistemic": "Leave out for the predicate's default. commitment only for a decision"
-    " actually made; preference for likes and dislikes; observation for how things are.",
-    "confidence": "0 to 1 (default 0.8), capped by the source type's ceiling.",
-    "t_valid": "When it became true in the world (ISO 8601; default now).",
-    "t_invalid": "When it stops being true, if known (ISO 8601).",
-    "episode": "The session or run that produced it, so a steward can withdraw it whole.",
-    "statement": "The sentence the fact was extracted from.",
-    "evidence": "Refs backing it: strings, or {ref, quote} objects.",
-    "bucket": "system (shared, reviewed by stewards; the default) or user (private to you).",
-    "reason": "Why, in words a steward will read.",
-    "ground": "Why, in words a steward will read.",
-    "fact_ids": "The ids of the facts the accepted work relied on (one scope).",
-    "contested": "Also return each slot's disputed values and why they are disputed.",
-    "as_of": "Valid time to read at (ISO 8601; default now).",
-    "known_at": "Transaction time: answer as the store knew it then (ISO 8601).",
-    "cursor": "`next` from the previous page.",
-    "limit": "Page size.",
-    "status": "open or resolved.",
-    "budget": "The digest's length limit in characters.",
-}
 
 
 # --- the operations --------------------------------------------------------------------
@@ -331,6 +308,33 @@ OPERATIONS = (
         answer=ContextOut,
         run=context_answer,
     ),
+    Operation(
+        name="list_scopes",
+        title="List your scopes",
+        description=(
+            "The scopes you may read and write, by name: your role in each (member or"
+            " steward), the source types your role may claim when asserting there, and what"
+            " each holds now (live facts, open conflicts, candidates awaiting a verdict). Call"
+            " it first: every other tool takes one of these names as `scope`."
+        ),
+        arguments=ScopesQuery,
+        answer=ScopePage,
+        run=scopes_answer,
+    ),
+    Operation(
+        name="vocabulary",
+        title="The vocabulary",
+        description=(
+            "Every value an assertion may name: the predicates (with cardinality, exclusion"
+            " group, policy on a contradiction and what they mean), the source types (trust"
+            " rank and confidence ceiling, most trusted first), the epistemic classes, object"
+            " kinds and buckets. Predicates and source types are edited by admins, so read"
+            " them here rather than guessing."
+        ),
+        arguments=VocabularyQuery,
+        answer=VocabularyOut,
+        run=vocabulary_answer,
+    ),
 )
 
 
@@ -408,11 +412,8 @@ class _Arguments(ArgModelBase):
 
 
 def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    for name, field in schema.get("properties", {}).items():
-        if "description" not in field and name in ARGUMENT_NOTES:
-            field["description"] = ARGUMENT_NOTES[name]
-    return schema
+    # Described from the JSON API's one table of notes, as its OpenAPI document is.
+    return describe(model.model_json_schema())
 
 
 def _tool(operation: Operation, caller_of: CallerOf) -> Tool:
@@ -430,7 +431,7 @@ def _tool(operation: Operation, caller_of: CallerOf) -> Tool:
         parameters=_input_schema(operation.arguments),
         fn_metadata=FuncMetadata(
             arg_model=_Arguments,
-            output_schema=operation.answer.model_json_schema(mode="serialization"),
+            output_schema=describe(operation.answer.model_json_schema(mode="serialization")),
         ),
         is_async=True,
         context_kwarg="ctx",
@@ -464,7 +465,7 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
 ) -> MCPServer:
-    """The claimgraph MCP server: its instructions and the nine tools, acting as ``caller_of``."""
+    """The claimgraph MCP server: its instructions and its tools, acting as ``caller_of``."""
     return ClaimgraphServer(
         name="claimgraph",
         title="claimgraph",

@@ -89,6 +89,8 @@ class AssertResult:
     conflict: Conflict | None = None
     # The names given that resolved to an existing entity by their look only.
     look_alikes: list[LookAlike] = field(default_factory=list)
+    # A stated confidence above the source type's ceiling, capped to it.
+    confidence_clamped: decisions.ConfidenceClamp | None = None
 
 
 def assert_fact(
@@ -113,7 +115,9 @@ def assert_fact(
         # Refused before anything is decided; the transaction takes back the
         # subject the slot's opening may have created.
         check_source_type(actor, scope, assertion.source_type)
-        return _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
+        result = _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
+    result.confidence_clamped = decisions.confidence_clamp(assertion, vocab.spec)
+    return result
 
 
 @contextmanager

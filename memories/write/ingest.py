@@ -104,6 +104,19 @@ REFUSALS = (DatabaseError, psycopg.Error, UnicodeEncodeError)
 @dataclass
 class ImportReport:
     outcomes: list[LineOutcome] = field(default_factory=list)
+    # Each checked line whose stated confidence its source type's ceiling
+    # capped, by line number (issue 31 §3: the answer says when it applied).
+    clamps: dict[int, decisions.ConfidenceClamp] = field(default_factory=dict)
+
+    @property
+    def clamped(self) -> list[tuple[int, decisions.ConfidenceClamp]]:
+        """The written lines whose confidence was capped, in file order."""
+        rejected_lines = {outcome.line for outcome in self.rejected}
+        return [
+            (number, clamp)
+            for number, clamp in sorted(self.clamps.items())
+            if number not in rejected_lines
+        ]
 
     @property
     def counts(self) -> Counter:
@@ -173,7 +186,9 @@ def import_lines(
     try:
         for batch in _batches(lines, batch_size):
             with _collector_paused():
-                report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
+                report.outcomes += _import_batch(
+                    batch, actor=actor, episode=episode, clock=clock, clamps=report.clamps
+                )
             if on_progress:
                 on_progress(len(batch))
     except ImportStopped as stop:
@@ -237,9 +252,14 @@ class _Clock:
 
 
 def _import_batch(
-    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]],
+    *,
+    actor,
+    episode: str | None,
+    clock: _Clock,
+    clamps: dict[int, decisions.ConfidenceClamp],
 ) -> list[LineOutcome]:
-    outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+    outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock, clamps=clamps)
     try:
         with transaction.atomic():
             created = _resolve_entities(lines)
@@ -264,9 +284,18 @@ def _import_batch(
 
 
 def _check_lines(
-    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]],
+    *,
+    actor,
+    episode: str | None,
+    clock: _Clock,
+    clamps: dict[int, decisions.ConfidenceClamp],
 ) -> tuple[dict[int, LineOutcome], list[Line]]:
-    """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines."""
+    """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines.
+
+    Adds to ``clamps`` each checked line whose stated confidence is above
+    its source type's ceiling.
+    """
     stamps = clock.take(clock.batch_start(), len(batch))
     outcomes: dict[int, LineOutcome] = {}
     raws: list[tuple[int, dict[str, Any], datetime]] = []
@@ -284,6 +313,9 @@ def _check_lines(
         except Rejected as refused:
             outcomes[number] = rejected(number, refused.field, refused.message)
             continue
+        clamp = decisions.confidence_clamp(line.assertion, vocab.spec)
+        if clamp is not None:
+            clamps[number] = clamp
         lines.append(line)
     return outcomes, lines
 
@@ -557,6 +589,7 @@ def _import_in_parallel(
         processes.append(process)
 
     outcomes: dict[int, LineOutcome] = {}
+    clamps: dict[int, decisions.ConfidenceClamp] = {}
     created: list[int] = []
     # What each worker holds: the lines of its share and their text, kept
     # here for the rare share PostgreSQL refuses as a whole.
@@ -608,7 +641,9 @@ def _import_in_parallel(
     try:
         for batch in _batches(lines, batch_size * workers):
             with _collector_paused():
-                checked, parsed = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+                checked, parsed = _check_lines(
+                    batch, actor=actor, episode=episode, clock=clock, clamps=clamps
+                )
                 outcomes.update(checked)
                 if on_progress and checked:
                     on_progress(len(checked))
@@ -657,7 +692,7 @@ def _import_in_parallel(
                 process.terminate()
     if stale_entities or stopped:
         _drop_unused_entities(created)
-    report = ImportReport()
+    report = ImportReport(clamps=clamps)
     report.outcomes = [outcomes[number] for number in sorted(outcomes)]
     if stopped is not None:
         stopped.report = report

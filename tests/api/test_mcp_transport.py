@@ -231,6 +231,8 @@ def test_tools_are_listed_in_a_fixed_order(mcp_url, secret):
         "report_outcome",
         "invalidate_fact",
         "context",
+        "list_scopes",
+        "vocabulary",
     ]
     assert names() == names()
 
@@ -239,7 +241,7 @@ def test_the_sdk_client_still_works_with_get_and_delete_refused(mcp_url, secret,
     async def work(session):
         return await session.list_tools()
 
-    assert len(over_http(mcp_url, secret, work).tools) == 9
+    assert len(over_http(mcp_url, secret, work).tools) == 11
 
 
 ORIGIN_CASES = [
