@@ -19,11 +19,12 @@ effect and outcome (the challenger's dashboard).
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch, Subquery
 
 from admissions.models import ChallengeRank, FactVerdict, OpenChallenge, Record, ScopeTally
 from admissions.selectors import share_percent
@@ -143,38 +144,81 @@ def open_challenge_by(actor: User, fact: Fact) -> Record | None:
 
 
 @dataclass(frozen=True)
+class Refutation:
+    """Who answered a challenge, when, and why the fact stands."""
+
+    by: str
+    at: datetime
+    ground: str
+
+
+@dataclass(frozen=True)
 class ChallengeShown:
     """One challenge, what it does now (None once refuted) and the refutation that answered it."""
 
     challenge: Record
     effect: Effect | None
-    refutation: Record | None
+    refutation: Refutation | None
 
 
 def challenges_of(author: User, scope_ids: Iterable[int], *, limit: int) -> list[ChallengeShown]:
     """``author``'s latest ``limit`` challenges in these scopes, newest first, each with
-    its effect (open ones) or its refutation (the first, by ``(inserted_at, id)``)."""
+    its effect (open ones) or its refutation (the first, by ``(inserted_at, id)``).
+
+    Two queries whatever ``limit`` (the dashboard's budget): the challenges with
+    what their effect reads annotated, and the facts they name.
+    """
+    mine = Record.objects.challenges().filter(author=author, scope_id__in=scope_ids)
+    answered = (
+        Record.objects.refutations().filter(challenge=OuterRef("pk")).order_by("inserted_at", "id")
+    )
+    opened = OpenChallenge.objects.filter(challenge=OuterRef("pk"))
     challenges = list(
-        Record.objects.challenges()
-        .filter(author=author, scope_id__in=scope_ids)
-        .select_related("scope")
+        mine.select_related("scope")
         .prefetch_related(Prefetch("fact", queryset=Fact.objects.named()))
+        .annotate(
+            is_open=Exists(opened),
+            fact_verdict=Subquery(
+                FactVerdict.objects.filter(
+                    scope_id=OuterRef("scope_id"), fact=OuterRef("fact_id")
+                ).values("verdict")[:1]
+            ),
+            # Named by the view's partition (scope, author) first, so PostgreSQL
+            # ranks this account's challenges alone.
+            position=Subquery(
+                ChallengeRank.objects.filter(
+                    scope_id=OuterRef("scope_id"),
+                    author_id=OuterRef("author_id"),
+                    challenge=OuterRef("pk"),
+                ).values("position")[:1]
+            ),
+            admitted=Subquery(
+                ScopeTally.objects.filter(scope_id=OuterRef("scope_id")).values("admitted")[:1]
+            ),
+            refutation_id=Subquery(answered.values("pk")[:1]),
+            refutation_ground=Subquery(answered.values("ground")[:1]),
+            refutation_at=Subquery(answered.values("inserted_at")[:1]),
+            refutation_by=Subquery(answered.values("author__username")[:1]),
+        )
         .order_by("-inserted_at", "-id")[:limit]
     )
-    effects = challenge_effects(challenges)
-    answers: dict = {}
-    for refutation in (
-        Record.objects.refutations()
-        .filter(challenge_id__in=[c.pk for c in challenges if c.pk not in effects])
-        .select_related("author")
-        .history_order()
-    ):
-        answers.setdefault(refutation.challenge_id, refutation)
-    return [
-        ChallengeShown(
-            challenge=challenge,
-            effect=effects.get(challenge.pk),
-            refutation=answers.get(challenge.pk),
-        )
-        for challenge in challenges
-    ]
+    share = share_percent()
+    shown = []
+    for challenge in challenges:
+        effect = refutation = None
+        if challenge.is_open:
+            effect = challenge_effect(
+                evidenced=challenge.evidence is not None,
+                verdict=challenge.fact_verdict,
+                earlier=None if challenge.position is None else challenge.position - 1,
+                admitted_count=challenge.admitted or 0,
+                share_percent=share,
+            )
+        elif challenge.refutation_id is not None:
+            refutation = Refutation(
+                by=challenge.refutation_by,
+                at=challenge.refutation_at,
+                ground=challenge.refutation_ground,
+            )
+        shown.append(ChallengeShown(challenge=challenge, effect=effect, refutation=refutation))
+    return shown

@@ -225,6 +225,18 @@ def effect_of(
     return "suspended" if earlier < cap else "queued"
 
 
+def split_by_cap[T](ranked: Sequence[T], cap: int) -> tuple[tuple[T, ...], tuple[T, ...]]:
+    """One account's challenges on admitted facts, in rank order, as (in effect, queued)."""
+    effects = [
+        effect_of(evidenced=True, verdict="admitted", earlier=position, cap=cap)
+        for position in range(len(ranked))
+    ]
+    return (
+        tuple(item for item, name in zip(ranked, effects, strict=True) if name == "suspended"),
+        tuple(item for item, name in zip(ranked, effects, strict=True) if name == "queued"),
+    )
+
+
 def challenge_effect(
     *,
     evidenced: bool,
@@ -335,13 +347,17 @@ def derive(records: Iterable[PlainRecord], *, share_percent: int) -> Fold:
         )
         for fact_id, rows in by_fact.items()
     }
+    splits = {
+        author_id: split_by_cap([c.id for c in ranked.get(author_id, [])], cap)
+        for author_id in open_counts
+    }
     accounts = {
         author_id: AccountUsage(
             author_id=author_id,
             author_name=names[author_id],
             cap=cap,
-            in_effect=tuple(c.id for c in ranked.get(author_id, [])[:cap]),
-            queued=tuple(c.id for c in ranked.get(author_id, [])[cap:]),
+            in_effect=splits[author_id][0],
+            queued=splits[author_id][1],
             dormant=len(dormant[author_id]),
             open_evidenced=count,
         )

@@ -257,4 +257,9 @@ def test_an_accounts_challenges_list_newest_first_with_effect_or_refutation(
     assert [item.challenge.pk for item in shown] == [second.pk, first.pk]
     assert (shown[0].effect.effect, shown[0].refutation) == ("suspended", None)
     assert shown[1].effect is None
-    assert (shown[1].refutation.ground, shown[1].refutation.author) == ("source checked", steward)
+    refutation = shown[1].refutation
+    assert (refutation.ground, refutation.by, refutation.at) == (
+        "source checked",
+        steward.username,
+        minutes(3),
+    )
