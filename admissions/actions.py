@@ -28,6 +28,7 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
+from admissions.challenge_effects import open_challenge_by
 from admissions.models import FactVerdict, Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
@@ -35,7 +36,13 @@ from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
 from memories.store.apply import do_apply
 from memories.store.audit import record_audit
-from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.errors import (
+    ChallengeAlreadyOpen,
+    Forbidden,
+    NotFound,
+    Rejected,
+    StateConflict,
+)
 from memories.store.lookups import readable_fact
 from memories.store.models import Bucket, Conflict, Fact, InvalidationKind, Scope
 from memories.store.permissions import may_end
@@ -207,6 +214,12 @@ def file_challenge(
     an admitted fact within its author's cap; with ``evidence=None`` it is on
     the record with no effect. An empty list is refused: absence is said as
     ``None``, never as ``[]``.
+
+    One open challenge per account and fact (issue 30 item 7): while the
+    actor's earlier challenge on the fact, evidenced or not, is unrefuted, a
+    second answers :class:`ChallengeAlreadyOpen` and nothing is written. Once
+    it is refuted the actor may challenge the fact again. What the new
+    challenge does is ``challenge_effects([record])``.
     """
     fact = readable_fact(actor, fact_id)
     _require_system(fact)
@@ -221,6 +234,10 @@ def file_challenge(
         evidence = [item.as_dict() for item in parse_evidence(evidence, "evidence")]
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
+        # Read under the scope's lock, so two filings at once cannot both pass.
+        standing = open_challenge_by(actor, fact)
+        if standing is not None:
+            raise ChallengeAlreadyOpen(standing.pk)
         return _write(
             actor,
             fact,

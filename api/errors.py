@@ -220,7 +220,7 @@ def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
 
 
 def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
-    return error(request, 409, "state_conflict", str(exc))
+    return error(request, 409, exc.code, str(exc))
 
 
 def server_error(request: HttpRequest, exc: Exception) -> HttpResponse:

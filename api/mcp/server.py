@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from accounts.models import ApiToken
 from accounts.tokens import spend_write
 from admissions.selectors import shown_fact
-from api.admissions import ChallengeIn, RecordOut, challenge_answer
+from api.admissions import ChallengeIn, ChallengeOut, challenge_answer
 from api.agents import (
     ContextOut,
     ContextQuery,
@@ -255,11 +255,15 @@ OPERATIONS = (
         title="Challenge a fact",
         description=(
             "Say, with a ground and evidence refs, that an admitted shared fact is wrong. An"
-            " evidenced challenge suspends the fact until a steward answers it; leave evidence"
-            " out to put a doubt on record without effect (an empty list is refused)."
+            " evidenced challenge suspends the fact until a steward answers it, within your"
+            " flood cap; leave evidence out to put a doubt on record without effect (an empty"
+            " list is refused). The answer's effect says what it did: suspended, queued (beyond"
+            " your flood cap: no effect yet), dormant (the fact is not admitted) or none (no"
+            " evidence), and effect_reason why; tell your user when it is not suspended. One"
+            " open challenge per fact: a second is refused (challenge_already_open)."
         ),
         arguments=ChallengeArguments,
-        answer=RecordOut,
+        answer=ChallengeOut,
         run=lambda actor, arguments: challenge_answer(actor, arguments.fact_id, arguments),
         writes=True,
         idempotent=False,

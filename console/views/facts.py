@@ -25,9 +25,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
+from admissions.challenge_effects import challenge_effects, challenge_forecast
 from admissions.models import FactVerdict, Record, Role
 from admissions.selectors import (
-    fact_status,
     fact_status_and_records,
     recall,
     suspended_fact_ids,
@@ -57,7 +57,7 @@ from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
 from memories.reads.history import slot_of, slots_of_entity
 from memories.reads.selectors import supersession_chain
-from memories.store.errors import NotFound, Rejected
+from memories.store.errors import ChallengeAlreadyOpen, NotFound, Rejected
 from memories.store.lookups import readable_fact
 from memories.store.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
 from memories.store.permissions import may_end
@@ -175,6 +175,21 @@ def _fact_context(
     # Each record is numbered in the list, and named by that number everywhere on the page.
     numbers = {record.pk: number for number, record in enumerate(records, start=1)}
     queued = set(status.queued) if status else set()
+    # One open challenge per account and fact: the viewer's own, if any, is
+    # shown instead of the form; else the form says what a challenge would do.
+    own_open = next(
+        (
+            record
+            for record in records
+            if record.role == Role.CHALLENGE
+            and record.author_id == user.pk
+            and record.pk not in refuted
+        ),
+        None,
+    )
+    forecast = (
+        challenge_forecast(user, fact, status) if status is not None and own_open is None else None
+    )
     entries = [
         {
             "record": record,
@@ -221,6 +236,9 @@ def _fact_context(
         "verdict_form": forms.get("verdict") or VerdictForm(auto_id="id_verdict_%s"),
         "verdict_failed": forms["verdict"].data.get("verdict") if "verdict" in forms else "",
         "challenge_form": forms.get("challenge") or ChallengeForm(auto_id="id_challenge_%s"),
+        "challenge_forecast": forecast,
+        "own_open_challenge": own_open,
+        "own_open_number": numbers.get(own_open.pk) if own_open else None,
         "correct_form": forms.get("correct")
         or CorrectForm(
             auto_id="id_correct_%s",
@@ -263,16 +281,9 @@ def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
 
 
 def _filed(found: Fact, filed: Record) -> str:
-    """The flash after a challenge: filed, and whether it takes effect (SPEC §6 rule 6)."""
-    said = f"Challenge filed against {found}."
-    status = fact_status(found)
-    if status is not None and filed.pk in status.queued:
-        return (
-            f"{said} It is queued with no effect: your open evidenced challenges already"
-            " suspend as many facts as your flood cap allows in this scope. It takes effect"
-            " when one of them is refuted or more facts are admitted."
-        )
-    return said
+    """The flash after a challenge: filed, and what it does now (SPEC §6 rules 2, 3 and 6)."""
+    effect = challenge_effects([filed])[filed.pk]
+    return f"Challenge filed against {found}. {effect.reason}"
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
@@ -348,6 +359,13 @@ def challenge(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
             )
         except Rejected as error:
             add_rejection(form, error)
+        except ChallengeAlreadyOpen as error:
+            # The whole page again, with what was typed and why it was refused.
+            # htmx swaps no 409: the form on screen keeps what was typed, and
+            # console.js reads the reason from this page into the status region.
+            form.add_error(None, f"Not filed: {error}.")
+            context = _fact_context(request.user, found, {"challenge": form})
+            return render(request, "console/fact.html", context, status=409)
         else:
             return _after_record(request, found, _filed(found, filed))
     return _refused_input(request, found, "challenge", form)

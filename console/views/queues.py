@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
+from admissions.challenge_effects import challenges_of
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import (
     candidates,
@@ -47,6 +48,8 @@ from memories.store.roles import is_global_steward, steward_scope_ids
 
 # How many of the viewer's own actions the dashboard lists, the latest first.
 RECENT_ACTIONS = 10
+# How many of the viewer's own challenges it lists, the latest first.
+MY_CHALLENGES = 10
 # A dashboard count stops here and says "1000+": counting a queue of a million
 # candidates would read them all on every visit, and the queue page counts on.
 COUNTED = 1_000
@@ -155,6 +158,9 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         "now": now,
         "scopes": scopes,
         "is_steward": is_steward,
+        # The viewer's own challenges, each with what it does now or how it ended.
+        "my_challenges": challenges_of(request.user, scopes.values("pk"), limit=MY_CHALLENGES),
+        "my_challenges_limit": MY_CHALLENGES,
         "recent": in_words(
             request.user,
             list(

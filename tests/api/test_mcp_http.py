@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from accounts.actions import issue_token
 from admissions.actions import record_verdict
+from admissions.models import Record
 from api.mcp.guide import INSTRUCTIONS
 from memories.store.models import Fact
 from memories.write.actions import assert_fact
@@ -398,3 +399,21 @@ def test_an_unknown_prompt_is_invalid_params_and_logs_nothing(mcp_url, member, c
     assert "nothing-here" in error.message
     assert not [record for record in caplog.records if record.levelno >= logging.WARNING]
     assert not [record for record in caplog.records if record.exc_info]
+
+
+def test_challenge_fact_answers_its_effect_and_refuses_a_second_open_one(mcp_url, member, steward):
+    standing = standing_version(steward)
+    secret = token(member)
+    arguments = {"fact_id": str(standing.pk), "ground": "the lock file says 2.1", "evidence": ["x"]}
+
+    filed = body(call_http(mcp_url, secret, "challenge_fact", arguments))
+    # One admitted fact: a cap of 1, and this is the member's first.
+    assert (filed["effect"], filed["flood_cap"]) == ("suspended", 1)
+    assert filed["effect_reason"].startswith("Suspends the fact until a steward refutes it.")
+
+    again = call_http(mcp_url, secret, "challenge_fact", arguments)
+    assert again.is_error
+    refused = body(again)
+    assert refused["code"] == "challenge_already_open"
+    assert filed["id"] in refused["message"]
+    assert Record.objects.challenges().count() == 1

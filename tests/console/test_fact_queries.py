@@ -7,6 +7,7 @@ budget of 12.
 """
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -109,6 +110,13 @@ FILTERS = [
 ]
 
 
+def challenger(scope: Scope, n: int):
+    """The ``n``th challenger, a member of ``scope``."""
+    user, _ = User.objects.get_or_create(username=f"challenger-{n}")
+    scope.members.add(user)
+    return user
+
+
 def history(steward, member, author, subject: str, length: int):
     """A fact at the end of a chain of ``length`` versions, with ``length`` of each thing
     its page lists: challenges (evidenced or not), receipts and conflicts."""
@@ -118,7 +126,8 @@ def history(steward, member, author, subject: str, length: int):
         record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="seen")
     for n in range(length):
         file_challenge(
-            actor=member if n % 2 else author,
+            # One open challenge per account and fact: an account of its own for each.
+            actor=challenger(fact.scope, n),
             fact_id=fact.pk,
             ground=f"wrong {n}",
             evidence=[f"ticket-{n}"] if n % 3 else None,
