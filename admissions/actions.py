@@ -28,21 +28,36 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.utils import timezone
 
-from admissions.models import Record, Role, Verdict
+from admissions.challenge_effects import open_challenge_by
+from admissions.models import FactVerdict, Record, Role, Verdict
 from admissions.selectors import fact_status
 from memories.core.decisions import ASSERTION_FIELDS, parse_evidence, parse_time
 from memories.core.effects import Effects, PointAt
 from memories.core.text import required_reason
 from memories.store.apply import do_apply
 from memories.store.audit import record_audit
-from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
+from memories.store.errors import (
+    ChallengeAlreadyOpen,
+    Forbidden,
+    NotFound,
+    Rejected,
+    StateConflict,
+)
 from memories.store.lookups import readable_fact
-from memories.store.models import Bucket, Fact, InvalidationKind, Scope
+from memories.store.models import Bucket, Conflict, Fact, InvalidationKind, Scope
 from memories.store.permissions import may_end
 from memories.store.roles import is_steward_of
+from memories.store.slots import lock_predicate_slot
 from memories.store.touched import recompute_on_commit
 from memories.write.actions import AssertResult, assert_fact, invalidate_fact
 from memories.write.claims import end_claims
+from memories.write.sides import (
+    closed_by_people,
+    do_close_set_aside,
+    do_reopen_set_aside,
+    member_fact_ids,
+    open_conflicts_of,
+)
 
 
 @dataclass
@@ -55,6 +70,23 @@ class Correction:
     admission: Record | None = None
 
 
+@dataclass
+class RecordedVerdict:
+    """What ``record_verdict`` did: its record, and the open conflicts the fact is in.
+
+    ``closed``: the conflicts a rejection left without two sides, closed as
+    moot with it. ``still_open``: those that still wait for a ruling (every
+    one, after an admission: a verdict on one side settles no conflict),
+    ``reopened`` among them: those an earlier rejection of the fact had
+    closed, open again since it is admitted.
+    """
+
+    record: Record
+    closed: list[Conflict] = field(default_factory=list)
+    still_open: list[Conflict] = field(default_factory=list)
+    reopened: list[Conflict] = field(default_factory=list)
+
+
 def record_verdict(
     *,
     actor: User,
@@ -62,8 +94,34 @@ def record_verdict(
     verdict: str,
     ground: str,
     now: datetime | None = None,
-) -> Record:
-    """A steward's verdict on a system fact: ``admitted`` or ``rejected`` (rule 1)."""
+) -> RecordedVerdict:
+    """A steward's verdict on a system fact: ``admitted`` or ``rejected`` (rule 1).
+
+    A verdict and the open conflicts of its fact (docs/admissions.md, "A
+    verdict on a side of a conflict"):
+
+    - a **rejection** takes the fact out of every open conflict it is a side
+      of, as an invalidation would, though the fact stays valid (a later
+      admission may bring it back: verdicts are records, not an end). A
+      conflict left without two sides by it (and by its other members'
+      earlier rejections) closes as moot in the same transaction, resolved
+      by the steward with an audit entry naming the verdict and its ground.
+      The rule of "two sides" is the write path's (``conflict_is_moot``):
+      rejecting the incoming fact always closes its conflict; rejecting a
+      standing fact closes it only when no other standing fact is left; a
+      conflict among standing facts (the crawler's) closes when fewer than
+      two are left. Otherwise the conflict stays open, the rejected member
+      in it, for a steward to rule on what remains.
+    - an **admission** settles nothing: the conflict still needs a ruling
+      (``still_open`` lists them, so every face can say so). An admission of
+      a fact whose rejection closed a conflict reopens that conflict if it has
+      two sides again (``reopened``): admitted, the fact would otherwise be
+      served beside the rival it contradicts, with nothing disputed.
+
+    Locks: the scope's record lock, then the fact's slot (as ``correct_fact``
+    takes them), so the conflicts weighed are the ones standing when the
+    verdict is written.
+    """
     fact = readable_fact(actor, fact_id)
     _require_steward(actor, fact.scope, "only a steward may record a verdict")
     _require_system(fact)
@@ -73,13 +131,73 @@ def record_verdict(
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
         end_claims(fact_ids=[fact.pk], scope_id=fact.scope_id)
-        return _write(
+        record = _write(
             actor,
             fact,
             "recorded-verdict",
             Record(role=Role.ADMISSION, verdict=verdict, ground=ground),
             now,
         )
+        if verdict != Verdict.REJECTED:
+            reopened = _reopen_on_admission(actor, fact, record, now)
+            still_open = open_conflicts_of(fact.pk, fact.scope_id, lock=False)
+            return RecordedVerdict(record, still_open=still_open, reopened=reopened)
+        lock_predicate_slot(fact.scope_id, fact.subject_id, fact.predicate.name)
+        conflicts = open_conflicts_of(fact.pk, fact.scope_id)
+        if not conflicts:
+            return RecordedVerdict(record)
+        outcome = do_close_set_aside(
+            actor=actor,
+            conflicts=conflicts,
+            set_aside=_rejected_among(fact.scope_id, conflicts) | {fact.pk},
+            reason=rejection_reason(fact, ground),
+            cause={"rejected": str(fact.pk), "verdict": str(record.pk)},
+            now=now,
+        )
+    return RecordedVerdict(record, closed=outcome.closed, still_open=outcome.still_open)
+
+
+def _rejected_among(scope_id: int, conflicts: list[Conflict]) -> frozenset[UUID]:
+    """The members of ``conflicts`` whose latest verdict is a rejection.
+
+    A side rejected earlier in a three-sided conflict is no more a side than
+    the one rejected now.
+    """
+    return frozenset(
+        FactVerdict.objects.filter(
+            scope_id=scope_id,
+            fact_id__in=member_fact_ids(conflicts),
+            verdict=Verdict.REJECTED,
+        ).values_list("fact_id", flat=True)
+    )
+
+
+def _reopen_on_admission(actor: User, fact: Fact, record: Record, now: datetime) -> list[Conflict]:
+    """Reopen the conflicts a rejection of ``fact`` closed, now that it is admitted.
+
+    Its rival was not served beside it while it was rejected; admitted, the
+    two would be, with nothing disputed: the question is a steward's again.
+    Only conflicts a person's verdict closed (``closed_by_people``), and only
+    those with two sides again. The slot is locked only when there is one.
+    """
+    if not closed_by_people(fact.pk, fact.scope_id):
+        return []
+    lock_predicate_slot(fact.scope_id, fact.subject_id, fact.predicate.name)
+    conflicts = closed_by_people(fact.pk, fact.scope_id, lock=True)
+    return do_reopen_set_aside(
+        actor=actor,
+        conflicts=conflicts,
+        set_aside=_rejected_among(fact.scope_id, conflicts) - {fact.pk},
+        reason=f"{fact} was admitted after its rejection, so the conflict has two sides again. "
+        f"The ground: {record.ground}",
+        cause={"admitted": str(fact.pk), "verdict": str(record.pk)},
+        now=now,
+    )
+
+
+def rejection_reason(fact: Fact, ground: str) -> str:
+    """The reason a conflict closed as moot by a rejection gives, on its page and in the feed."""
+    return f"{fact} was rejected, so the conflict no longer has two sides. The ground: {ground}"
 
 
 def file_challenge(
@@ -96,6 +214,12 @@ def file_challenge(
     an admitted fact within its author's cap; with ``evidence=None`` it is on
     the record with no effect. An empty list is refused: absence is said as
     ``None``, never as ``[]``.
+
+    One open challenge per account and fact (issue 30 item 7): while the
+    actor's earlier challenge on the fact, evidenced or not, is unrefuted, a
+    second answers :class:`ChallengeAlreadyOpen` and nothing is written. Once
+    it is refuted the actor may challenge the fact again. What the new
+    challenge does is ``challenge_effects([record])``.
     """
     fact = readable_fact(actor, fact_id)
     _require_system(fact)
@@ -110,6 +234,10 @@ def file_challenge(
         evidence = [item.as_dict() for item in parse_evidence(evidence, "evidence")]
     with transaction.atomic():
         now = _lock_scope(fact.scope_id, now)
+        # Read under the scope's lock, so two filings at once cannot both pass.
+        standing = open_challenge_by(actor, fact)
+        if standing is not None:
+            raise ChallengeAlreadyOpen(standing.pk)
         return _write(
             actor,
             fact,

@@ -3,9 +3,10 @@
 Gathers plain values and hands them to the pure ``memories.core.digest``.
 The truth comes through the admission gate exactly as recall serves it
 (``admissions.selectors.recall``): only admitted ``system`` facts and the
-viewer's own ``user`` facts. The disputed values, like the contested state
-of ``GET /truth``, are listed whatever their admission status, each beside
-the standing facts it collided with, labelled as what it is.
+viewer's own ``user`` facts. The open conflicts come with every member the
+viewer may read, whatever its admission status; which of them is current
+and which is shown contesting it is ``memories.core.contested``'s rule,
+applied in ``memories.core.digest``, as for recall's contested state.
 """
 
 from dataclasses import dataclass, field
@@ -70,9 +71,10 @@ def context_digest(
             )
             found.members[value.fact.pk] = (value.fact, True)
             for fact_id in dispute.candidates:
-                if fact_id in standing:
-                    found.members.setdefault(fact_id, (standing[fact_id], False))
-    contested = {fact_id for found in conflicts.values() for fact_id in found.members}
+                # A member may be standing here and disputed by another conflict.
+                other = standing.get(fact_id) or getattr(disputed.get(fact_id), "fact", None)
+                if other is not None:
+                    found.members.setdefault(fact_id, (other, False))
 
     def line(fact: Fact) -> Line:
         return Line(
@@ -83,7 +85,6 @@ def context_digest(
             source_type=fact.source_type.name,
             confidence=fact.effective_confidence(at),
             recorded_at=fact.recorded_at,
-            contested=fact.pk in contested,
         )
 
     truth = [line(entry.fact) for entry in entries]

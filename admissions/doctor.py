@@ -30,7 +30,7 @@ from memories.maintenance.doctor import (
     examine,
     record_examination,
 )
-from memories.store.models import Scope
+from memories.store.models import AdmittedFact, Scope
 
 ADMISSION_STATE = "admission-state"
 
@@ -49,7 +49,8 @@ def admission_state(now: datetime, limit: int) -> list[Violation]:
     (``FactVerdict``) against the fold's; the open challenges
     (``OpenChallenge``: every challenge no refutation names, with its
     ``evidenced`` and ``fact_admitted`` flags) against the records'; and A
-    (``ScopeTally``) against the fold's count of admitted facts. The fold
+    (``ScopeTally``) against the fold's count of admitted facts; and the
+    facts the write path takes as admitted (memories' ``AdmittedFact``). The fold
     reads the scope's whole history: this check costs what the history does.
     """
     violations: list[Violation] = []
@@ -70,13 +71,30 @@ def _drift(scope: Scope) -> list[Violation]:
     derived_verdict = dict(
         FactVerdict.objects.filter(scope=scope).values_list("fact_id", "record_id")
     )
-    facts = set(folded.statuses) | {UUID(key) for key in derived_status} | set(derived_verdict)
+    # What the write path a layer below reads of the verdicts (issue 29 item 8).
+    derived_admitted = set(
+        AdmittedFact.objects.filter(scope=scope).values_list("fact_id", flat=True)
+    )
+    facts = (
+        set(folded.statuses)
+        | {UUID(key) for key in derived_status}
+        | set(derived_verdict)
+        | derived_admitted
+    )
     for fact_id in sorted(facts, key=str):
         wanted = folded.status_of(fact_id)
         differences = []
         got = derived_status.get(str(fact_id), "candidate")
         if got != wanted.status:
             differences.append(f"status {got}, not {wanted.status}")
+        # Only an admitted fact can be suspended, so both are admitted by their verdict.
+        admitted = wanted.status in ("admitted", "suspended")
+        if (fact_id in derived_admitted) != admitted:
+            said = "admitted" if fact_id in derived_admitted else "a candidate"
+            differences.append(
+                f"the write path taking it as {said} (memories_admittedfact), though the "
+                f"records {'admit' if admitted else 'do not admit'} it"
+            )
         if derived_verdict.get(fact_id) != wanted.verdict_record:
             differences.append(
                 f"latest verdict record {derived_verdict.get(fact_id)}, not {wanted.verdict_record}"

@@ -627,14 +627,14 @@ def challenge_summaries(scope_ids: Iterable[int]) -> dict[int, list[AccountUsage
     summaries: dict[int, list[AccountUsage]] = {scope_id: [] for scope_id in ids}
     for scope_id, author_id, name, count, dormant, admitted in accounts:
         cap = fold.challenge_cap(admitted, share)
-        challenges = ranked.get((scope_id, author_id), [])
+        in_effect, queued = fold.split_by_cap(ranked.get((scope_id, author_id), []), cap)
         summaries[scope_id].append(
             AccountUsage(
                 author_id=author_id,
                 author_name=name,
                 cap=cap,
-                in_effect=tuple(challenges[:cap]),
-                queued=tuple(challenges[cap:]),
+                in_effect=in_effect,
+                queued=queued,
                 dormant=dormant,
                 open_evidenced=count,
             )

@@ -153,6 +153,154 @@ def challenge_cap(admitted_count: int, share_percent: int) -> int:
     return -(-admitted_count * share_percent // 100)
 
 
+EffectName = Literal["suspended", "queued", "dormant", "none"]
+# The closed set of what one open challenge does to its fact, in the order a
+# reader meets them: in effect, held back by the flood cap, waiting for the
+# fact to be admitted, never (no evidence, or another of its author's
+# challenges on the fact counts for it).
+EFFECTS: tuple[EffectName, ...] = ("suspended", "queued", "dormant", "none")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What one open challenge does to its fact now, and why (rules 2, 3 and 6).
+
+    Its words are addressed to the challenge's author ("your"): every face
+    that shows it shows it to them (the flash, the form before filing, their
+    dashboard, the API and MCP answers to the account that filed it).
+    """
+
+    effect: EffectName
+    # What it does, in one sentence, and why (the cap, what it counts, when it frees up).
+    headline: str
+    why: str
+    # The flood cap of the challenge's scope and the A it is computed from.
+    cap: int
+    admitted_count: int
+    # How many of the author's challenges on other admitted facts rank before this one.
+    earlier: int
+
+    @property
+    def reason(self) -> str:
+        return f"{self.headline} {self.why}"
+
+    @property
+    def label(self) -> str:
+        """The effect in a few words, for a badge."""
+        return {
+            "suspended": "suspends the fact",
+            "queued": "queued with no effect",
+            "dormant": "no effect until admitted",
+            "none": "no effect",
+        }[self.effect]
+
+
+def effect_of(
+    *,
+    evidenced: bool,
+    verdict: Literal["admitted", "rejected"] | None,
+    earlier: int | None,
+    cap: int,
+) -> EffectName:
+    """What an open challenge does to its fact: the one home of rules 2, 3 and 6 for one challenge.
+
+    ``verdict`` is the fact's latest verdict (None: a candidate). ``earlier``
+    counts the author's open evidenced challenges on *other* admitted facts
+    that rank before this one by ``(inserted_at, id)``, one per fact; None
+    when an earlier open evidenced challenge of the same author on this same
+    fact counts instead (a repeat: several count once). A challenge not yet
+    filed ranks after all of its author's, so ``earlier`` is then all of them:
+    that is how the form says, before filing, what a challenge would do.
+
+    In precedence order: no evidence → ``none`` (rule 3); the fact not
+    admitted → ``dormant`` (rule 2); a repeat → ``none`` (rule 6); fewer than
+    ``cap`` earlier → ``suspended``; else ``queued`` (rule 6).
+    """
+    if not evidenced:
+        return "none"
+    if verdict != "admitted":
+        return "dormant"
+    if earlier is None:
+        return "none"
+    return "suspended" if earlier < cap else "queued"
+
+
+def split_by_cap[T](ranked: Sequence[T], cap: int) -> tuple[tuple[T, ...], tuple[T, ...]]:
+    """One account's challenges on admitted facts, in rank order, as (in effect, queued)."""
+    effects = [
+        effect_of(evidenced=True, verdict="admitted", earlier=position, cap=cap)
+        for position in range(len(ranked))
+    ]
+    return (
+        tuple(item for item, name in zip(ranked, effects, strict=True) if name == "suspended"),
+        tuple(item for item, name in zip(ranked, effects, strict=True) if name == "queued"),
+    )
+
+
+def challenge_effect(
+    *,
+    evidenced: bool,
+    verdict: Literal["admitted", "rejected"] | None,
+    earlier: int | None,
+    admitted_count: int,
+    share_percent: int,
+) -> Effect:
+    """``effect_of`` with its reason in words: the cap, what it counts and when it frees up."""
+    cap = challenge_cap(admitted_count, share_percent)
+    name = effect_of(evidenced=evidenced, verdict=verdict, earlier=earlier, cap=cap)
+    rank = earlier or 0
+    if not evidenced:
+        headline = "No effect: filed without evidence."
+        why = (
+            "It is on the record and never suspends the fact; a challenge with at least one"
+            " evidence ref would."
+        )
+    elif name == "dormant":
+        what = "a candidate (no verdict yet)" if verdict is None else "rejected"
+        headline = "No effect while the fact is not admitted."
+        why = (
+            f"The fact is {what}: a challenge changes nothing and costs none of your flood cap"
+            " until a steward admits the fact; then it takes effect within your cap."
+        )
+    elif name == "none":
+        headline = "No effect of its own: your earlier open challenge on this fact counts."
+        why = (
+            "Several challenges by one account on one fact count once; this one counts if"
+            " that one is refuted."
+        )
+    else:
+        of_scope = f"{share_percent}% of its {_plural(admitted_count, 'admitted fact')}, rounded up"
+        if name == "suspended":
+            headline = "Suspends the fact until a steward refutes it."
+            why = (
+                f"It is within your flood cap: number {rank + 1} of your open evidenced"
+                f" challenges in this scope, where the cap is {cap} ({of_scope})."
+            )
+        else:
+            ahead = rank - cap
+            waiting = f" {ahead} more of yours {_be(ahead)} queued before it." if ahead else ""
+            frees = f"when {ahead + 1} of your earlier challenges {_be(ahead + 1)} refuted"
+            if share_percent > 0:
+                # The least A whose cap exceeds ``rank``: ceil(A * share / 100) > rank.
+                more = rank * 100 // share_percent + 1 - admitted_count
+                frees += f", or when {_plural(more, 'more fact')} {_be(more)} admitted in the scope"
+            headline = "Queued with no effect: it does not suspend the fact."
+            why = (
+                f"Your open evidenced challenges already suspend {_plural(cap, 'fact')}, your"
+                f" flood cap in this scope ({of_scope}).{waiting} The cap has no time window:"
+                f" it counts the challenges open now, so this one takes effect {frees}."
+            )
+    return Effect(name, headline, why, cap, admitted_count, rank)
+
+
+def _plural(n: int, singular: str, plural: str | None = None) -> str:
+    return f"{n} {singular if n == 1 else (plural or singular + 's')}"
+
+
+def _be(n: int) -> str:
+    return "is" if n == 1 else "are"
+
+
 def derive(records: Iterable[PlainRecord], *, share_percent: int) -> Fold:
     """Apply rules 1-6 to every fact of one scope's records (any order)."""
     by_fact: dict[UUID, list[PlainRecord]] = defaultdict(list)
@@ -199,13 +347,17 @@ def derive(records: Iterable[PlainRecord], *, share_percent: int) -> Fold:
         )
         for fact_id, rows in by_fact.items()
     }
+    splits = {
+        author_id: split_by_cap([c.id for c in ranked.get(author_id, [])], cap)
+        for author_id in open_counts
+    }
     accounts = {
         author_id: AccountUsage(
             author_id=author_id,
             author_name=names[author_id],
             cap=cap,
-            in_effect=tuple(c.id for c in ranked.get(author_id, [])[:cap]),
-            queued=tuple(c.id for c in ranked.get(author_id, [])[cap:]),
+            in_effect=splits[author_id][0],
+            queued=splits[author_id][1],
             dormant=len(dormant[author_id]),
             open_evidenced=count,
         )
@@ -342,8 +494,14 @@ def judge(
             repeats.append(challenge)
         else:
             first_by_author[challenge.author_id] = challenge
-    in_effect = [c for c in first_by_author.values() if earlier.get(c.author_id, 0) < cap]
-    queued = [c for c in first_by_author.values() if earlier.get(c.author_id, 0) >= cap]
+    effects = {
+        challenge.id: effect_of(
+            evidenced=True, verdict="admitted", earlier=earlier.get(challenge.author_id, 0), cap=cap
+        )
+        for challenge in first_by_author.values()
+    }
+    in_effect = [c for c in first_by_author.values() if effects[c.id] == "suspended"]
+    queued = [c for c in first_by_author.values() if effects[c.id] == "queued"]
 
     if in_effect:
         status = "suspended"

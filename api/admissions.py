@@ -12,6 +12,7 @@ from ninja.responses import Status
 from pydantic import BaseModel
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
+from admissions.challenge_effects import challenge_effects
 from admissions.models import Record
 from api.memory import caller, keyset_page, present_assert
 from api.schemas import (
@@ -19,9 +20,11 @@ from api.schemas import (
     WRITE_ERRORS,
     AssertOut,
     Body,
+    Confidence,
+    EpistemicClass,
     EvidenceIn,
     Instant,
-    Number,
+    ObjectKind,
     Page,
     Text,
 )
@@ -57,10 +60,10 @@ class CorrectionIn(Body):
     subject: Text | None = Field(None, max_length=500)
     predicate: Text | None = Field(None, max_length=200)
     object: Text | None = Field(None, max_length=2_000)
-    object_kind: Literal["literal", "entity"] | None = None
-    epistemic: Literal["observation", "preference", "commitment"] | None = None
+    object_kind: ObjectKind | None = None
+    epistemic: EpistemicClass | None = None
     source_type: Text | None = Field(None, max_length=100)
-    confidence: Number | None = Field(None, allow_inf_nan=False)
+    confidence: Confidence | None = None
     t_valid: Instant | None = None
     t_invalid: Instant | None = None
     episode: Text | None = Field(None, max_length=200)
@@ -83,6 +86,30 @@ class RecordOut(BaseModel):
     challenge: UUID | None
     author: str
     inserted_at: datetime
+
+
+class ChallengeOut(RecordOut):
+    """The challenge just filed, with what it does to its fact now (SPEC §6 rules 2, 3, 6)."""
+
+    effect: Literal["suspended", "queued", "dormant", "none"] = Field(
+        description=(
+            "What the challenge does now. suspended: it suspends the fact until a steward"
+            " refutes it. queued: it has no effect because your open evidenced challenges"
+            " already suspend as many facts as your flood cap in the scope allows; it takes"
+            " effect when one of them is refuted or more facts are admitted. dormant: the fact"
+            " is not admitted (a candidate or rejected), so it changes nothing until a steward"
+            " admits it. none: it has no evidence, so it is on the record and never suspends."
+        )
+    )
+    effect_reason: str = Field(
+        description=(
+            "What it does and why, in words for the challenger: the flood cap, what it counts"
+            " and when it frees up."
+        )
+    )
+    flood_cap: int = Field(
+        description="Your flood cap in the scope now: at most this many facts suspended at once."
+    )
 
 
 class RecordPage(BaseModel):
@@ -123,20 +150,27 @@ def present_record(record: Record) -> dict[str, Any]:
 @router.post("/facts/{fact_id}/admissions", response={201: RecordOut, **WRITE_ERRORS})
 def post_admission(request: HttpRequest, fact_id: str, payload: VerdictIn):
     """A steward's verdict on a system fact: admitted or rejected, with a ground."""
-    record = record_verdict(
+    recorded = record_verdict(
         actor=caller(request), fact_id=fact_id, verdict=payload.verdict, ground=payload.ground
     )
-    return Status(201, present_record(record))
+    return Status(201, present_record(recorded.record))
 
 
-@router.post("/facts/{fact_id}/challenges", response={201: RecordOut, **WRITE_ERRORS})
+@router.post("/facts/{fact_id}/challenges", response={201: ChallengeOut, **WRITE_ERRORS})
 def post_challenge(request: HttpRequest, fact_id: str, payload: ChallengeIn):
-    """Anyone's challenge of an admitted fact; with evidence it suspends the fact (SPEC §6)."""
+    """Anyone's challenge of an admitted fact; with evidence it suspends the fact (SPEC §6).
+
+    The answer says what it does (``effect``, ``effect_reason``): within the
+    caller's flood cap it suspends the fact, beyond it it is queued with no
+    effect. A second open challenge by the same account on the same fact is
+    refused with 409 ``challenge_already_open``, naming the open one.
+    """
     return Status(201, challenge_answer(caller(request), fact_id, payload))
 
 
 def challenge_answer(actor, fact_id: str, payload: ChallengeIn) -> dict[str, Any]:
-    """File the challenge ``payload`` against a fact as ``actor``; the new record's body."""
+    """File the challenge ``payload`` against a fact as ``actor``; the new record's body
+    with its effect (the JSON API's answer and the MCP tool's)."""
     evidence = (
         None
         if payload.evidence is None
@@ -146,7 +180,13 @@ def challenge_answer(actor, fact_id: str, payload: ChallengeIn) -> dict[str, Any
         ]
     )
     record = file_challenge(actor=actor, fact_id=fact_id, ground=payload.ground, evidence=evidence)
-    return present_record(record)
+    effect = challenge_effects([record])[record.pk]
+    return {
+        **present_record(record),
+        "effect": effect.effect,
+        "effect_reason": effect.reason,
+        "flood_cap": effect.cap,
+    }
 
 
 @router.post("/challenges/{challenge_id}/refutations", response={201: RecordOut, **WRITE_ERRORS})

@@ -34,7 +34,8 @@ class SlotHistoryQuery(Page):
     subject: Text = Field(max_length=500)
     predicate: Text = Field(
         max_length=200,
-        description="The slot's predicate; a predicate in an exclusion group brings the group.",
+        description="The slot's predicate; a predicate in an exclusion group brings the group."
+        " The vocabulary tool (GET /api/v1/vocabulary) lists the predicates.",
     )
 
 

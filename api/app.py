@@ -5,9 +5,11 @@ together into one API with one OpenAPI document: the bearer token that
 authenticates every operation (``api.auth``), JSON bodies in and out
 (``api.bodies``), every refusal in the error shape (``api.errors``), and
 the routers (``api.memory``, ``api.admissions``, ``api.agents``,
-``api.changes``, ``api.health``, ``api.search``), with a last one that answers any other
-path under /api/v1/ in JSON too.
+``api.changes``, ``api.health``, ``api.discovery``, ``api.search``), with a
+last one that answers any other path under /api/v1/ in JSON too.
 """
+
+from typing import Any
 
 from django.http import HttpRequest
 from django.urls import URLPattern, register_converter
@@ -16,12 +18,14 @@ from ninja import NinjaAPI, Router
 from api import admissions as admissions_api
 from api import agents as agents_api
 from api import changes as changes_api
+from api import discovery as discovery_api
 from api import health as health_api
 from api import memory as memories_api
 from api import search as search_api
 from api.auth import BearerToken
 from api.bodies import RENDERER, JsonBodies
 from api.errors import HANDLERS, json_not_allowed
+from api.schemas import describe
 from memories.store.errors import NotFound
 
 
@@ -32,6 +36,11 @@ class _Api(NinjaAPI):
     path's view, outside any exception handler, so each view is wrapped
     where the URL patterns are made.
     """
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        # Every property described (issue 31 §2): the shared notes fill in
+        # what a model leaves out (api.schemas.describe).
+        return describe(super().get_openapi_schema(*args, **kwargs))
 
     @property
     def urls(self) -> tuple[list, str, str]:
@@ -48,7 +57,9 @@ api = _Api(
     description=(
         "A shared memory for AI agents. Authenticate with `Authorization: Bearer <token>` "
         "(issued on the account page or by `manage.py issue_token`). Errors are "
-        '`{"code", "message", "field"?}`.'
+        '`{"code", "message", "field"?}`, or with several bad fields `{"code": "invalid",'
+        ' "message", "errors": [{"field", "code", "message"}, ...]}`. Start with GET /scopes'
+        " and GET /vocabulary: every scope, predicate and source type you may use."
     ),
     urls_namespace="api",
     openapi_url="/openapi.json",
@@ -66,6 +77,7 @@ api.add_router("", admissions_api.router)
 api.add_router("", agents_api.router)
 api.add_router("", changes_api.router)
 api.add_router("", health_api.router)
+api.add_router("", discovery_api.router)
 api.add_router("", search_api.router)
 
 

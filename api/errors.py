@@ -1,5 +1,9 @@
 """Every refusal under /api/v1/ in the API's JSON shape ``{"code", "message", "field"?}``.
 
+Bad input in several fields at once answers every one of them
+(``field_errors``): ``{"code": "invalid", "message", "errors": [{"field",
+"code", "message"}, ...]}``; one bad field keeps the single shape.
+
 Whatever goes wrong under /api/v1/ answers in that shape (SPEC §10): an
 unknown path, a method a path does not take, a body that is too large, not
 JSON or not UTF-8, too many query parameters, even a defect of ours (a 500,
@@ -10,7 +14,7 @@ Django's handler400 and handler500 (``claimgraph_site.urls``), and
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from inspect import iscoroutinefunction
 from typing import Any
@@ -43,14 +47,60 @@ logger = logging.getLogger("claimgraph_site.outages")
 
 
 def error(
-    request: HttpRequest, status: int, code: str, message: str, field: str | None = None
+    request: HttpRequest,
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    errors: Sequence[dict[str, Any]] | None = None,
+    did_you_mean: Sequence[str] | None = None,
 ) -> HttpResponse:
     """The error shape, rendered as every answer of the API is."""
-    body: dict[str, str] = {"code": code, "message": message}
+    body: dict[str, Any] = {"code": code, "message": message}
     if field:
         body["field"] = field
+    if did_you_mean is not None:
+        body["did_you_mean"] = list(did_you_mean)
+    if errors:
+        body["errors"] = list(errors)
     content = RENDERER.render(request, body, response_status=status)
     return HttpResponse(content, status=status, content_type=CONTENT_TYPE)
+
+
+def field_errors(request: HttpRequest, problems: Sequence[dict[str, Any]]) -> HttpResponse:
+    """400 ``invalid`` for bad input: one problem in the single shape, several as a list.
+
+    Each problem is ``{"field", "code", "message"}`` (``field`` None when
+    the body as a whole is at fault), its message a whole sentence that
+    names the field, so the list reads without the fields beside it. The
+    first field at fault is kept once: a value refused by two checks (a
+    type, then a union's other branch) is one problem to its sender.
+    """
+    seen: set[Any] = set()
+    unique = []
+    for problem in problems:
+        if problem["field"] not in seen:
+            seen.add(problem["field"])
+            unique.append(problem)
+    if len(unique) == 1:
+        only = unique[0]
+        return error(
+            request,
+            400,
+            "invalid",
+            only["message"],
+            only["field"],
+            did_you_mean=only.get("did_you_mean"),
+        )
+    listed = [{key: value for key, value in p.items() if value is not None} for p in unique]
+    fields = ", ".join(str(p["field"]) for p in unique if p["field"])
+    return error(
+        request,
+        400,
+        "invalid",
+        f"{len(unique)} problems, all listed in errors: {fields}",
+        errors=listed,
+    )
 
 
 # What a request without a valid token is told, by the API and by MCP alike.
@@ -76,17 +126,51 @@ def rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
 
 
 def rejected(request: HttpRequest, exc: Rejected) -> HttpResponse:
-    return error(request, 400, "invalid", f"{exc.field} {exc.message}", exc.field)
+    return field_errors(request, rejected_problems(exc))
+
+
+def rejected_problems(exc: Rejected) -> list[dict[str, Any]]:
+    """Each field a refusal of the actions names, as one problem of ``field_errors``."""
+    return [_problem(p) for p in exc.problems]
+
+
+def _problem(refusal: Rejected) -> dict[str, Any]:
+    problem = {
+        "field": refusal.field,
+        "code": refusal.code,
+        "message": f"{refusal.field} {refusal.message}",
+    }
+    if isinstance(refusal, UnknownName):
+        problem["message"] += _suggestion(refusal.did_you_mean)
+        problem["did_you_mean"] = list(refusal.did_you_mean)
+    return problem
+
+
+def _suggestion(names: Sequence[str]) -> str:
+    return f"; did you mean {', '.join(repr(name) for name in names)}?" if names else ""
 
 
 def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    # Report the first problem, named by its field (the schema's own words).
-    first = exc.errors[0] if exc.errors else {}
-    field = _field_name(first.get("loc", ()))
-    # Our own checks raise ValueError, which pydantic prefixes with words
-    # that tell a client nothing.
-    message = first.get("msg", "invalid input").removeprefix("Value error, ")
-    return error(request, 400, "invalid", f"{field}: {message}" if field else message, field)
+    """Every problem the schema found, each named by its field (the schema's own words)."""
+    problems = []
+    for found in exc.errors or [{}]:
+        field = _field_name(found.get("loc", ()))
+        # Our own checks raise ValueError, which pydantic prefixes with words
+        # that tell a client nothing.
+        message = found.get("msg", "invalid input").removeprefix("Value error, ")
+        problems.append(
+            {
+                "field": field,
+                "code": _PROBLEM_CODES.get(found.get("type", "")) or found.get("code", "invalid"),
+                "message": f"{field}: {message}" if field else message,
+            }
+        )
+    return field_errors(request, problems)
+
+
+# pydantic's words for the problems a client can act on by kind; every other
+# kind (a wrong type, a value out of range, a bad choice) is "invalid".
+_PROBLEM_CODES = {"missing": "required", "extra_forbidden": "unknown_field"}
 
 
 def _field_name(loc: tuple | list) -> str | None:
@@ -156,29 +240,10 @@ def http_404(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error(request, 404, "not_found", "not found")
 
 
-def suggesting(
-    request: HttpRequest, status: int, code: str, message: str, field: str, names: tuple[str, ...]
-) -> HttpResponse:
-    """The error shape with ``did_you_mean``: the valid names nearest to the one given."""
-    if names:
-        message = f"{message}; did you mean {', '.join(repr(name) for name in names)}?"
-    body = {"code": code, "message": message, "field": field, "did_you_mean": list(names)}
-    content = RENDERER.render(request, body, response_status=status)
-    return HttpResponse(content, status=status, content_type=CONTENT_TYPE)
-
-
-def unknown_name(request: HttpRequest, exc: UnknownName) -> HttpResponse:
-    # A predicate or source type outside the vocabulary (400).
-    return suggesting(
-        request, 400, "invalid", f"{exc.field} {exc.message}", exc.field, exc.did_you_mean
-    )
-
-
 def unknown_entity(request: HttpRequest, exc: UnknownEntity) -> HttpResponse:
     # Only names in scopes the caller reads: the scope was found readable first.
-    return suggesting(
-        request, 404, "not_found", f"{exc.what} not found", exc.field, exc.did_you_mean
-    )
+    message = f"{exc.what} not found" + _suggestion(exc.did_you_mean)
+    return error(request, 404, "not_found", message, exc.field, did_you_mean=exc.did_you_mean)
 
 
 def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
@@ -186,7 +251,7 @@ def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
 
 
 def state_conflict(request: HttpRequest, exc: StateConflict) -> HttpResponse:
-    return error(request, 409, "state_conflict", str(exc))
+    return error(request, 409, exc.code, str(exc))
 
 
 def server_error(request: HttpRequest, exc: Exception) -> HttpResponse:
@@ -239,7 +304,6 @@ HANDLERS: dict[type[Exception], Callable[[HttpRequest, Any], HttpResponse]] = {
     AuthenticationError: unauthenticated,
     RateLimited: rate_limited,
     Rejected: rejected,
-    UnknownName: unknown_name,
     ValidationError: invalid,
     RequestDataTooBig: too_large,
     TooManyFieldsSent: too_many_parameters,

@@ -13,7 +13,7 @@ name only their periods and tasks.
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Router
@@ -78,7 +78,7 @@ class PeriodicRunOut(BaseModel):
     period_start: datetime
     enqueued_at: datetime
     task_id: str | None
-    status: str | None
+    status: Literal["READY", "RUNNING", "FAILED", "SUCCESSFUL"] | None
     duration_seconds: float | None
 
 

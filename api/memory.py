@@ -52,7 +52,8 @@ from api.schemas import (
     WithdrawalOut,
     WithdrawIn,
 )
-from memories.reads.contested import ContestedSlot, contested_slots
+from memories.core.decisions import ConfidenceClamp
+from memories.reads.contested import ContestedSlot, contested_slots, what_contested_slot_shows
 from memories.reads.search import refuse_unknown_subject
 from memories.store.errors import NotFound, Rejected
 from memories.store.lookups import scope_named
@@ -227,8 +228,15 @@ def present_assert(result: AssertResult, *, untouched: bool = True) -> Status:
             {"role": alike.role, "given": alike.given, "entity": alike.entity_name}
             for alike in result.look_alikes
         ],
+        "confidence_clamped": _clamp_body(result.confidence_clamped),
     }
     return Status(200 if result.status == "reinforced" else 201, body)
+
+
+def _clamp_body(clamp: ConfidenceClamp | None) -> dict[str, Any] | None:
+    if clamp is None:
+        return None
+    return {"asked": clamp.asked, "ceiling": clamp.ceiling, "ceiling_of": clamp.ceiling_of}
 
 
 # --- cursors -------------------------------------------------------------------------
@@ -392,7 +400,8 @@ def truth_answer(actor, query: TruthQuery) -> dict[str, Any]:
             as_of=as_of,
             known_at=known_at,
         )
-        contested = _present_contested(slots, at=as_of)
+        believed = [entry.fact.pk for entry in entries]
+        contested = _present_contested(slots, at=as_of, believed=believed)
     # Read as known now, the current truth holds no fact disputed now.
     undisputed = set() if known_at is None else None
     return {
@@ -404,13 +413,20 @@ def truth_answer(actor, query: TruthQuery) -> dict[str, Any]:
     }
 
 
-def _present_contested(slots: Sequence[ContestedSlot], *, at: datetime) -> list[dict]:
+def _present_contested(
+    slots: Sequence[ContestedSlot], *, at: datetime, believed: Sequence[UUID]
+) -> list[dict]:
     facts = [value.fact for slot in slots for value in slot.values]
     bodies = {body["id"]: body for body in present_facts(facts, at=at)}
+    shown = [what_contested_slot_shows(slot, believed=believed) for slot in slots]
     return [
         {
             "subject": slot.subject,
             "predicate": slot.predicate,
+            "showing": showing.showing.value,
+            "standing": [
+                UUID(fact_id) for contest in showing.contests for fact_id in contest.standing
+            ],
             "values": [
                 {
                     "fact": bodies[value.fact.pk],
@@ -427,7 +443,7 @@ def _present_contested(slots: Sequence[ContestedSlot], *, at: datetime) -> list[
                 for value in slot.values
             ],
         }
-        for slot in slots
+        for slot, showing in zip(slots, shown, strict=True)
     ]
 
 

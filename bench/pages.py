@@ -161,6 +161,18 @@ FACT_PAGE_SQL = [
         WHERE of.fact_id = %(fact)s ORDER BY o.reported_at DESC LIMIT 50""",
     """SELECT id FROM memories_fact WHERE superseded_by_id = %(fact)s
         ORDER BY recorded_at LIMIT 1""",
+    # The fact's slot (its predicate or exclusion group, its bucket): the timeline and history.
+    """SELECT o.*, p.name, st.name, u.username FROM memories_fact o
+         JOIN memories_fact f ON f.id = %(fact)s
+         JOIN memories_predicate p ON p.id = o.predicate_id
+         JOIN memories_sourcetype st ON st.id = o.source_type_id
+         JOIN auth_user u ON u.id = o.author_id
+        WHERE o.scope_id = f.scope_id AND o.subject_id = f.subject_id AND o.bucket = f.bucket
+          AND o.predicate_id IN (SELECT q.id FROM memories_predicate q
+                                  JOIN memories_predicate fp ON fp.id = f.predicate_id
+                                 WHERE q.id = fp.id OR (fp.exclusion_group <> ''
+                                       AND q.exclusion_group = fp.exclusion_group))
+        ORDER BY o.recorded_at DESC, o.id DESC LIMIT 60""",
 ]
 
 
@@ -294,6 +306,18 @@ SUBJECT_SQL = [
     """SELECT t.*, p.name FROM memories_truthslot t
          JOIN memories_predicate p ON p.id = t.predicate_id
         WHERE t.subject_id = %(entity)s ORDER BY p.name""",
+    # Every slot's newest versions, for the small multiples.
+    """SELECT * FROM (SELECT f.*, p.name, st.name, u.username,
+              row_number() OVER (PARTITION BY coalesce(nullif(p.exclusion_group, ''), p.name),
+                                 f.bucket, CASE WHEN f.bucket = 'user' THEN f.author_id END
+                                 ORDER BY f.recorded_at DESC, f.id DESC) AS newness
+         FROM memories_fact f
+         JOIN memories_entity e ON e.id = %(entity)s
+         JOIN memories_predicate p ON p.id = f.predicate_id
+         JOIN memories_sourcetype st ON st.id = f.source_type_id
+         JOIN auth_user u ON u.id = f.author_id
+        WHERE f.scope_id = e.scope_id AND f.subject_id = e.id) AS versions
+        WHERE newness <= 12""",
     """SELECT * FROM memories_entitymerge WHERE entity_id = %(entity)s OR into_id = %(entity)s""",
 ]
 

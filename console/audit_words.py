@@ -26,7 +26,8 @@ ACTION_LABELS = {
     "corrected-fact": "Fact corrected",
     "opened-conflict": "Conflict opened",
     "resolved-conflict": "Conflict resolved",
-    "closed-conflict": "Conflict closed by itself (moot)",
+    "closed-conflict": "Conflict closed as moot",
+    "reopened-conflict": "Conflict reopened by a verdict",
     "superseded": "Fact superseded",
     "invalidated": "Fact invalidated",
     "decayed": "Fact marked decayed",
@@ -177,8 +178,25 @@ def describe(
         if after.get("incoming"):
             words += [Value(": "), fact(after["incoming"]), Value(" against ")]
             words += facts(after.get("candidates") or [])
+    elif action == "closed-conflict" and after.get("rejected"):
+        # Closed by a steward's rejection of a side (admissions.actions.record_verdict).
+        words = [
+            Value("Closed "),
+            target,
+            Value(" as moot: "),
+            fact(after["rejected"]),
+            Value(" was rejected, so it no longer has two sides"),
+        ]
     elif action == "closed-conflict":
         words = [Value("Closed "), target, Value(" by itself: a side is no longer live")]
+    elif action == "reopened-conflict":
+        words = [
+            Value("Reopened "),
+            target,
+            Value(": "),
+            fact(after.get("admitted")),
+            Value(" was admitted after its rejection had closed it"),
+        ]
     elif action == "superseded":
         # The write path's entry targets the newer fact and names the older one.
         older = fact(on) if on else target

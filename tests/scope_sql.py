@@ -40,6 +40,7 @@ PER_SCOPE = frozenset(
         "memories_truthslot",
         "memories_touchedslot",
         "memories_adjudication",
+        "memories_admittedfact",
         "admissions_record",
         "admissions_factverdict",
         "admissions_openchallenge",

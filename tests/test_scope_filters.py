@@ -141,6 +141,9 @@ KNOWN_UNFILTERED: dict[Key, str] = {
     ("crawl", "client", "update", "memories_fact"): WRITE_BY_ID,
     ("file challenge", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("recall", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("record rejection", "client", "select", "memories_entity"): ENTITY_BY_ID,
+    ("record rejection", "client", "select", "memories_fact"): FACT_BY_ID_FOR_A_GLOBAL_STEWARD,
+    ("record rejection", "client", "update", "memories_conflict"): WRITE_BY_ID,
     ("record verdict", "client", "select", "memories_entity"): ENTITY_BY_ID,
     ("record verdict", "client", "select", "memories_fact"): FACT_BY_ID_FOR_A_GLOBAL_STEWARD,
 }
@@ -424,6 +427,15 @@ def test_a_verdict_names_its_scope(store, steward):
     run(
         "record verdict",
         lambda: record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok"),
+    )
+
+
+@pytest.mark.django_db
+def test_a_rejection_that_closes_a_conflict_names_its_scope(store, steward):
+    flagged = Fact.objects.get(scope__name="project", object_lit="3.0.0")
+    run(
+        "record rejection",
+        lambda: record_verdict(actor=steward, fact_id=flagged.pk, verdict="rejected", ground="no"),
     )
 
 

@@ -1,6 +1,7 @@
 -- The derived state PostgreSQL keeps from the admission records (SPEC §6).
 --
--- FactVerdict (each fact's latest verdict, rule 1), OpenChallenge (every
+-- FactVerdict (each fact's latest verdict, rule 1; and, for the write path a
+-- layer below, memories' AdmittedFact: the facts it admits), OpenChallenge (every
 -- challenge no refutation names, rule 4, flagged ``evidenced`` for rule 3 and
 -- ``fact_admitted`` for rule 2: the open challenges are read from it, never
 -- found by walking past the refuted ones in the records) and ScopeTally (A, the
@@ -55,6 +56,15 @@ BEGIN
                 WHERE scope_id = NEW.scope_id;
             UPDATE admissions_openchallenge SET fact_admitted = delta > 0
                 WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id;
+            -- The one thing the write path below us needs of the verdicts
+            -- (memories.store.models.admitted): whether the fact is admitted.
+            IF delta > 0 THEN
+                INSERT INTO memories_admittedfact (fact_id, scope_id)
+                    VALUES (NEW.fact_id, NEW.scope_id) ON CONFLICT (fact_id) DO NOTHING;
+            ELSE
+                DELETE FROM memories_admittedfact
+                    WHERE scope_id = NEW.scope_id AND fact_id = NEW.fact_id;
+            END IF;
         END IF;
     ELSIF NEW.role = 'challenge' THEN
         -- The tally row locked as a verdict locks it, but shared: a verdict
@@ -104,11 +114,14 @@ LANGUAGE sql AS $$
     DELETE FROM admissions_openchallenge;
     DELETE FROM admissions_factverdict;
     DELETE FROM admissions_scopetally;
+    DELETE FROM memories_admittedfact;
     INSERT INTO admissions_factverdict (fact_id, scope_id, verdict, record_id, decided_at)
         SELECT DISTINCT ON (fact_id) fact_id, scope_id, verdict, id, inserted_at
         FROM admissions_record
         WHERE role = 'admission'
         ORDER BY fact_id, inserted_at DESC, id DESC;
+    INSERT INTO memories_admittedfact (fact_id, scope_id)
+        SELECT fact_id, scope_id FROM admissions_factverdict WHERE verdict = 'admitted';
     -- A row for every scope with a verdict or a challenge: the trigger makes
     -- one at the first of either.
     INSERT INTO admissions_scopetally (scope_id, admitted)

@@ -17,6 +17,12 @@ site:
   render). The SDK's own Host check is left off: its list of exact names
   cannot say what ``ALLOWED_HOSTS`` says (``.example.org``, ``*``), so one
   rule, Django's, decides.
+- **Ready for the 2026-07-28 revision** (``RequestChecks``, rules in
+  ``api/mcp/wire.py``): an ``MCP-Protocol-Version`` the SDK does not speak
+  is refused with 400 naming the ones it does; ``Mcp-Method`` and
+  ``Mcp-Name``, when sent, must say what the body says (400 otherwise), so
+  a gateway routing by them routes what runs; a session id is ignored (each
+  POST stands alone); a 2026 request goes to the SDK's own per-request path.
 - A database that cannot be reached answers 503 with ``Retry-After``.
 - **Connections as around a Django request**: the token check, at the
   request's start, drops a connection too old or broken; the tool uses that
@@ -48,7 +54,13 @@ from accounts.models import ApiToken
 from accounts.tokens import token_for_secret
 from api.errors import UNAUTHENTICATED
 from api.mcp.server import Caller, build_server
-from api.mcp.wire import invalid_request, parsed, refusal_json
+from api.mcp.wire import (
+    header_mismatch,
+    invalid_request,
+    parsed,
+    refusal_json,
+    unsupported_version,
+)
 from memories.store.errors import outage_code
 
 # Tokens are issued by claimgraph itself (the account page, `issue_token`),
@@ -136,14 +148,17 @@ def mcp_http_app() -> McpHttp:
     # newline, which its patterns never match) answers in JSON, as the rest of /mcp/.
     app.router.default = not_found
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE
-    return McpHttp(app=SiteGuard(RequestIds(app, limit)), server=server)
+    return McpHttp(app=SiteGuard(RequestChecks(app, limit)), server=server)
 
 
-class RequestIds:
-    """An ASGI wrapper: a POST whose request has an invalid id, or none, is an Invalid Request.
+class RequestChecks:
+    """An ASGI wrapper: what the SDK lets through about a POST, refused with 400 before it.
 
-    The body is read here (up to the SDK's own limit; past it the SDK answers
-    413 as before) and handed on unchanged; ``api/mcp/wire.py`` decides.
+    An ``MCP-Protocol-Version`` header naming a revision not served; then,
+    with the body read (up to the SDK's own limit; past it the SDK answers
+    413 as before), a request whose id is invalid or missing, and
+    ``Mcp-Method`` / ``Mcp-Name`` headers that contradict the body. The body
+    is handed on unchanged; ``api/mcp/wire.py`` decides.
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
@@ -153,6 +168,14 @@ class RequestIds:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
+            return
+        headers = [
+            (name.decode("latin-1").lower(), value.decode("latin-1"))
+            for name, value in scope["headers"]
+        ]
+        refusal = unsupported_version(headers)
+        if refusal is not None:
+            await JSONResponse(refusal_json(refusal), status_code=400)(scope, receive, send)
             return
         read: list[Message] = []
         size = 0
@@ -167,7 +190,8 @@ class RequestIds:
         complete = read[-1]["type"] == "http.request" and not read[-1].get("more_body", False)
         if complete and size <= self.limit:
             body = b"".join(message.get("body", b"") for message in read)
-            refusal = invalid_request(parsed(body))
+            raw = parsed(body)
+            refusal = invalid_request(raw) or header_mismatch(raw, headers)
             if refusal is not None:
                 await JSONResponse(refusal_json(refusal), status_code=400)(scope, receive, send)
                 return

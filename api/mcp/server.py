@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from accounts.models import ApiToken
 from accounts.tokens import spend_write
 from admissions.selectors import shown_fact
-from api.admissions import ChallengeIn, RecordOut, challenge_answer
+from api.admissions import ChallengeIn, ChallengeOut, challenge_answer
 from api.agents import (
     ContextOut,
     ContextQuery,
@@ -53,6 +53,14 @@ from api.agents import (
     history_answer,
 )
 from api.app import api
+from api.discovery import (
+    ScopePage,
+    ScopesQuery,
+    VocabularyOut,
+    VocabularyQuery,
+    scopes_answer,
+    vocabulary_answer,
+)
 from api.mcp.guide import INSTRUCTIONS
 from api.memory import (
     conflicts_answer,
@@ -78,6 +86,7 @@ from api.schemas import (
     Text,
     TruthOut,
     TruthQuery,
+    describe,
 )
 from api.search import SearchOut, SearchParameters, search_answer
 from memories.write.actions import assert_fact, invalidate_fact, record_outcome
@@ -122,39 +131,6 @@ class AssertAnswer(AssertOut):
             " look (look_alikes): which entity the fact is about."
         )
     )
-
-
-# What each argument means, for an agent reading the tools' schemas; one
-# table, as a name means the same in every tool.
-ARGUMENT_NOTES = {
-    "scope": "The scope (project) to read or write; your token's account must belong to it.",
-    "subject": "The entity the fact is about, by name or alias (case-insensitive).",
-    "predicate": "The relation, e.g. core/has-version, core/uses, core/prefers,"
-    " core/decided-against, core/owned-by, core/deployed-via, core/depends-on.",
-    "object": "The value: a literal, or an entity's name with object_kind 'entity'.",
-    "source_type": "How you know it: decision-record, code, user-assertion, session-log,"
-    " failure-report, agent-note or inferred (most to least trusted).",
-    "epistemic": "Leave out for the predicate's default. commitment only for a decision"
-    " actually made; preference for likes and dislikes; observation for how things are.",
-    "confidence": "0 to 1 (default 0.8), capped by the source type's ceiling.",
-    "t_valid": "When it became true in the world (ISO 8601; default now).",
-    "t_invalid": "When it stops being true, if known (ISO 8601).",
-    "episode": "The session or run that produced it, so a steward can withdraw it whole.",
-    "statement": "The sentence the fact was extracted from.",
-    "evidence": "Refs backing it: strings, or {ref, quote} objects.",
-    "bucket": "system (shared, reviewed by stewards; the default) or user (private to you).",
-    "reason": "Why, in words a steward will read.",
-    "ground": "Why, in words a steward will read.",
-    "fact_ids": "The ids of the facts the accepted work relied on (one scope).",
-    "contested": "Also return each slot's disputed values and why they are disputed.",
-    "as_of": "Valid time to read at (ISO 8601; default now).",
-    "known_at": "Transaction time: answer as the store knew it then (ISO 8601).",
-    "cursor": "`next` from the previous page.",
-    "limit": "Page size.",
-    "status": "open or resolved.",
-    "budget": "The digest's length limit in characters.",
-    "q": "Words to find: a value, a statement's or evidence's words, a subject's name.",
-}
 
 
 # --- the operations --------------------------------------------------------------------
@@ -228,9 +204,10 @@ OPERATIONS = (
             "What the scope currently believes, ranked by effective confidence: admitted,"
             " undisputed facts (and your own private ones), optionally for one subject or"
             " predicate, as of a valid time and as known at a transaction time. Disputed values"
-            " are left out; with contested: true they come back in `contested` with their"
-            " conflicts — a slot with disputed values is unknown — disputed: say so and show"
-            " the candidates, never pick one."
+            " are left out; with contested: true they come back in `contested`, by slot, with"
+            " their conflicts and what the slot shows: `contested` (its `standing` facts stay"
+            " current, the disputed values contest them) or `unknown` (nothing in a conflict is"
+            " current: say unknown — disputed and show the candidates, never pick one)."
         ),
         arguments=TruthQuery,
         answer=TruthOut,
@@ -279,11 +256,15 @@ OPERATIONS = (
         title="Challenge a fact",
         description=(
             "Say, with a ground and evidence refs, that an admitted shared fact is wrong. An"
-            " evidenced challenge suspends the fact until a steward answers it; leave evidence"
-            " out to put a doubt on record without effect (an empty list is refused)."
+            " evidenced challenge suspends the fact until a steward answers it, within your"
+            " flood cap; leave evidence out to put a doubt on record without effect (an empty"
+            " list is refused). The answer's effect says what it did: suspended, queued (beyond"
+            " your flood cap: no effect yet), dormant (the fact is not admitted) or none (no"
+            " evidence), and effect_reason why; tell your user when it is not suspended. One"
+            " open challenge per fact: a second is refused (challenge_already_open)."
         ),
         arguments=ChallengeArguments,
-        answer=RecordOut,
+        answer=ChallengeOut,
         run=lambda actor, arguments: challenge_answer(actor, arguments.fact_id, arguments),
         writes=True,
         idempotent=False,
@@ -332,7 +313,33 @@ OPERATIONS = (
         answer=ContextOut,
         run=context_answer,
     ),
-    # New tools go last: tools/list answers in this fixed order.
+    Operation(
+        name="list_scopes",
+        title="List your scopes",
+        description=(
+            "The scopes you may read and write, by name: your role in each (member or"
+            " steward), the source types your role may claim when asserting there, and what"
+            " each holds now (live facts, open conflicts, candidates awaiting a verdict). Call"
+            " it first: every other tool takes one of these names as `scope`."
+        ),
+        arguments=ScopesQuery,
+        answer=ScopePage,
+        run=scopes_answer,
+    ),
+    Operation(
+        name="vocabulary",
+        title="The vocabulary",
+        description=(
+            "Every value an assertion may name: the predicates (with cardinality, exclusion"
+            " group, policy on a contradiction and what they mean), the source types (trust"
+            " rank and confidence ceiling, most trusted first), the epistemic classes, object"
+            " kinds and buckets. Predicates and source types are edited by admins, so read"
+            " them here rather than guessing."
+        ),
+        arguments=VocabularyQuery,
+        answer=VocabularyOut,
+        run=vocabulary_answer,
+    ),
     Operation(
         name="search",
         title="Search facts",
@@ -341,7 +348,7 @@ OPERATIONS = (
             " value, a statement or evidence, or a subject's name or alias (typos forgiven),"
             " in every scope you may read or one. Results are grouped by slot, best match"
             " first, each fact with its rank; a slot's disputed values come apart in"
-            " `contested` with their conflicts — unknown — disputed: show them, never pick one."
+            " `contested` with their conflicts: show them side by side, never pick one."
             " Nothing found: `did_you_mean` lists the nearest entity names. Then recall the"
             " subject for its current truth."
         ),
@@ -426,11 +433,8 @@ class _Arguments(ArgModelBase):
 
 
 def _input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    schema = model.model_json_schema()
-    for name, field in schema.get("properties", {}).items():
-        if "description" not in field and name in ARGUMENT_NOTES:
-            field["description"] = ARGUMENT_NOTES[name]
-    return schema
+    # Described from the JSON API's one table of notes, as its OpenAPI document is.
+    return describe(model.model_json_schema())
 
 
 def _tool(operation: Operation, caller_of: CallerOf) -> Tool:
@@ -448,7 +452,7 @@ def _tool(operation: Operation, caller_of: CallerOf) -> Tool:
         parameters=_input_schema(operation.arguments),
         fn_metadata=FuncMetadata(
             arg_model=_Arguments,
-            output_schema=operation.answer.model_json_schema(mode="serialization"),
+            output_schema=describe(operation.answer.model_json_schema(mode="serialization")),
         ),
         is_async=True,
         context_kwarg="ctx",
@@ -482,7 +486,7 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
 ) -> MCPServer:
-    """The claimgraph MCP server: its instructions and the tools, acting as ``caller_of``."""
+    """The claimgraph MCP server: its instructions and its tools, acting as ``caller_of``."""
     return ClaimgraphServer(
         name="claimgraph",
         title="claimgraph",

@@ -10,9 +10,30 @@ forever: the line gets a Parse error (-32700) or an Invalid Request instead, and
 so does a request its reader took for a notification (a bad id or none). The
 messages, their parsing and the streams are the SDK's own; only the refusal is
 ours.
+
+Over HTTP, the headers a client sends about its request (issue 31 §4). The
+SDK checks them only for a 2026-07-28 request; for an earlier one it reads
+``MCP-Protocol-Version`` to route and ignores ``Mcp-Method`` and ``Mcp-Name``,
+and it routes a version it does not know to the 2026 path, whose answer
+talks about ``params._meta``. So, before the SDK:
+
+1. ``MCP-Protocol-Version``, when sent, must be a revision the SDK speaks
+   (the handshake ones and the 2026 one); otherwise 400 with the
+   Unsupported Protocol Version error (-32022) and ``data.supported``, the
+   shape the SDK's own client reads to retry at a version both speak.
+   Absent, the SDK assumes the spec's default (2025-03-26).
+2. ``Mcp-Method`` and ``Mcp-Name`` are optional before 2026 (a 2025 client
+   sends neither), but when present they must say what the body says: the
+   method, and for a method that names something (``tools/call``,
+   ``prompts/get``, ``resources/read``) that name. A proxy or a gateway
+   routes by them, so a request whose headers say one thing and whose body
+   another is refused with 400 and Header Mismatch (-32020), the code the
+   2026 revision gives this fault and the SDK answers for a 2026 request:
+   one fault, one code, whichever revision the client speaks. A header sent
+   twice is refused the same way (two readers could take different copies).
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,13 +41,25 @@ import anyio
 import mcp_types as types
 import pydantic_core
 from mcp.server.stdio import stdio_server
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    NAME_BEARING_METHODS,
+    decode_header_value,
+    find_duplicated_routing_header,
+)
 from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+# Every revision the SDK serves, oldest first: what an unknown version is told.
+SUPPORTED_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
 
-def _refusal(code: int, message: str) -> types.JSONRPCError:
+
+def _refusal(code: int, message: str, *, id: Any = None, data: Any = None) -> types.JSONRPCError:
     return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+        jsonrpc="2.0", id=id, error=types.ErrorData(code=code, message=message, data=data)
     )
 
 
@@ -74,6 +107,74 @@ def misread_request(message: Any) -> types.JSONRPCError | None:
 
 def refusal_json(refusal: types.JSONRPCError) -> dict[str, Any]:
     return refusal.model_dump(mode="json", by_alias=True)
+
+
+def unsupported_version(headers: Iterable[tuple[str, str]]) -> types.JSONRPCError | None:
+    """The refusal of an ``MCP-Protocol-Version`` header naming a revision not served (rule 1).
+
+    ``headers`` are the raw (name, value) pairs, names in lower case as ASGI
+    gives them. None when the header is absent or names a served revision.
+    """
+    sent = [value for name, value in headers if name == MCP_PROTOCOL_VERSION_HEADER]
+    if not sent or (len(sent) == 1 and sent[0] in SUPPORTED_VERSIONS):
+        return None
+    requested = sent[0] if len(sent) == 1 else ", ".join(sent)
+    return _refusal(
+        types.UNSUPPORTED_PROTOCOL_VERSION,
+        f"Unsupported protocol version: the MCP-Protocol-Version header says {requested!r};"
+        f" this server speaks {', '.join(SUPPORTED_VERSIONS)}",
+        data={"supported": list(SUPPORTED_VERSIONS), "requested": requested},
+    )
+
+
+def header_mismatch(raw: Any, headers: Iterable[tuple[str, str]]) -> types.JSONRPCError | None:
+    """The refusal of ``Mcp-Method`` / ``Mcp-Name`` headers that contradict the body (rule 2).
+
+    ``raw`` is the parsed body; ``headers`` the raw (name, value) pairs, names
+    in lower case. None when neither header is sent, or both agree with it.
+    """
+    pairs = list(headers)
+    said = {name: value for name, value in pairs if name in (MCP_METHOD_HEADER, MCP_NAME_HEADER)}
+    if not said:
+        return None
+    request_id = raw.get("id") if isinstance(raw, dict) else None
+    if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        request_id = None
+
+    def mismatch(message: str) -> types.JSONRPCError:
+        return _refusal(types.HEADER_MISMATCH, message, id=request_id)
+
+    duplicated = find_duplicated_routing_header(pairs)
+    if duplicated is not None:
+        return mismatch(f"the {_title(duplicated)} header is sent more than once")
+    if not isinstance(raw, dict):
+        return mismatch("routing headers describe one message, and the body is not one")
+    method = raw.get("method")
+    if MCP_METHOD_HEADER in said and said[MCP_METHOD_HEADER] != method:
+        return mismatch(
+            f"the Mcp-Method header says {said[MCP_METHOD_HEADER]!r}"
+            f" and the body's method is {method!r}"
+        )
+    if MCP_NAME_HEADER in said:
+        key = NAME_BEARING_METHODS.get(method) if isinstance(method, str) else None
+        if key is None:
+            return mismatch(f"the Mcp-Name header names something; the method {method!r} does not")
+        params = raw.get("params")
+        named = params.get(key) if isinstance(params, dict) else None
+        header = decode_header_value(said[MCP_NAME_HEADER])
+        if header is None or header != named:
+            shown = header if header is not None else said[MCP_NAME_HEADER]
+            return mismatch(f"the Mcp-Name header says {shown!r} and the body's {key} is {named!r}")
+    return None
+
+
+def _title(header: str) -> str:
+    """A header's name as the spec spells it, for a message."""
+    return {
+        MCP_PROTOCOL_VERSION_HEADER: "MCP-Protocol-Version",
+        MCP_METHOD_HEADER: "Mcp-Method",
+        MCP_NAME_HEADER: "Mcp-Name",
+    }.get(header, header)
 
 
 def parse_error(exc: Exception) -> types.JSONRPCError:

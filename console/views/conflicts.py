@@ -11,7 +11,6 @@ and a forged POST is refused by ``resolve_conflict`` itself.
 from datetime import datetime
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -24,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from admissions.selectors import fact_statuses
-from console import timeline
+from console import slot_pictures, timeline
 from console.conflict_words import EXCLUSION_GROUP_EXPLANATION
 from console.forms import ConflictFilterForm, ResolveForm
 from console.truth_panels import slot_panels
@@ -35,7 +34,6 @@ from console.views.common import (
     paginate,
     refusals,
 )
-from memories.core.confidence import fact_decays
 from memories.maintenance.judge import advice_on, ask_adjudicator
 from memories.store.errors import Forbidden, Rejected
 from memories.store.lookups import visible_conflict
@@ -142,33 +140,14 @@ def _slot_history(user: User, conflict: Conflict, members: list[ConflictMember])
 def _timeline(
     conflict: Conflict, history: list[Fact], in_conflict: set, disputed: set, now
 ) -> timeline.Timeline:
-    spans = [
-        timeline.Span(
-            fact_id=str(fact.pk),
-            value=f"{fact.predicate.name} {fact.object_display}"
-            if conflict.predicate.exclusion_group
-            else fact.object_display,
-            start=fact.t_valid,
-            end=fact.t_invalid,
-            ended_as=fact.invalidation_kind if fact.t_invalid else "",
-            superseded_by=str(fact.superseded_by_id) if fact.superseded_by_id else None,
-            in_conflict=fact.pk in in_conflict,
-            disputed=fact.pk in disputed,
-            recorded_at=fact.recorded_at,
-            confidence=fact.confidence,
-            last_reinforced_at=fact.last_reinforced_at,
-            decays=fact_decays(fact.epistemic, fact.source_type.decays),
-            source=fact.source_type.name,
-        )
-        for fact in history
-    ]
-    return timeline.layout(
-        spans,
-        now=now,
-        conflict_opened_at=conflict.opened_at if conflict.is_open else None,
-        half_life_days=settings.CLAIMGRAPH_HALF_LIFE_DAYS,
-        floor=settings.CLAIMGRAPH_CONFIDENCE_FLOOR,
+    drawn = slot_pictures.spans(
+        history,
+        across_group=bool(conflict.predicate.exclusion_group),
+        in_conflict=in_conflict,
+        disputed=disputed,
     )
+    opened = conflict.opened_at if conflict.is_open else None
+    return slot_pictures.draw(drawn, now=now, conflict_opened_at=opened)
 
 
 # What each row of the comparison compares: two candidates differ on a row when
@@ -234,11 +213,27 @@ def _conflict_context(
     facts = [member.fact for member in members]
     history = _slot_history(request.user, conflict, members)
     statuses = fact_statuses(facts)
-    disputed = {member.fact_id for member in members if member.disputes and conflict.is_open}
+    # A rejected member of an open conflict is no longer a side of it
+    # (docs/admissions.md): it is shown as rejected, neither disputed nor
+    # offered to keep. (Its rejection closed the conflict unless two sides remain.)
+    out = {
+        fact.pk
+        for fact in facts
+        if conflict.is_open
+        and statuses.get(fact.pk) is not None
+        and statuses[fact.pk].status == "rejected"
+    }
+    disputed = {
+        member.fact_id
+        for member in members
+        if member.disputes and conflict.is_open and member.fact_id not in out
+    }
     candidates = [
         {
             "member": member,
             "fact": member.fact,
+            "out": member.fact_id in out,
+            "disputed": member.fact_id in disputed,
             "effective": member.fact.effective_confidence(now),
             "status": statuses.get(member.fact.pk),
             "keep_form": (forms or {}).get(("keep", member.fact_id))

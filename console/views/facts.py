@@ -21,17 +21,19 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 
 from admissions.actions import correct_fact, file_challenge, record_verdict, refute_challenge
+from admissions.challenge_effects import challenge_effects, challenge_forecast
 from admissions.models import FactVerdict, Record, Role
 from admissions.selectors import (
-    fact_status,
     fact_status_and_records,
     recall,
     suspended_fact_ids,
     with_admission_status,
 )
+from console import slot_pictures
 from console.admission_forms import (
     ChallengeForm,
     CorrectForm,
@@ -50,11 +52,12 @@ from console.views.common import (
     paginate,
     refusals,
 )
-from console.views.queues import next_candidate_url
+from console.views.queues import next_candidate_url, verdict_conflicts
 from memories.core.normalize import value_key
 from memories.core.text import MAX_REASON_LENGTH
+from memories.reads.history import slot_of, slots_of_entity
 from memories.reads.selectors import supersession_chain
-from memories.store.errors import NotFound, Rejected
+from memories.store.errors import ChallengeAlreadyOpen, NotFound, Rejected
 from memories.store.lookups import readable_fact
 from memories.store.models import Bucket, ConflictMember, Fact, Outcome, Scope, TruthSlot
 from memories.store.permissions import may_end
@@ -65,6 +68,10 @@ from memories.write.merges import merge_target_id, visible_entity
 CHAIN_LIMIT = 25
 # How many receipts the fact page shows, the latest first.
 RECEIPTS_SHOWN = 50
+# How many versions of its slot the fact page draws and lists (the newest), as the conflict page.
+SLOT_HISTORY_LIMIT = 60
+# How many versions of each slot a subject page's small multiple draws (the newest).
+SUBJECT_SLOT_VERSIONS = 12
 
 
 # --- facts browser --------------------------------------------------------------------
@@ -147,13 +154,19 @@ def facts(request: HtmxHttpRequest) -> HttpResponse:
 
 
 def _fact_context(
-    user: User, fact: Fact, forms: dict[Any, Form] | None = None, *, queue: str | None = None
+    user: User,
+    fact: Fact,
+    forms: dict[Any, Form] | None = None,
+    *,
+    queue: str | None = None,
+    pictures: bool = True,
 ) -> dict[str, Any]:
     """Everything the fact page shows; ``forms`` are bound forms to show with their errors.
 
     ``queue`` is the query string of the Candidates queue the fact was opened
     from (None when it was not): a verdict then leads to that queue's next
-    candidate.
+    candidate. Without ``pictures`` (an htmx swap of the status panel alone)
+    the slot and the decay chart are neither read nor drawn.
     """
     forms = forms or {}
     now = timezone.now()
@@ -162,6 +175,21 @@ def _fact_context(
     # Each record is numbered in the list, and named by that number everywhere on the page.
     numbers = {record.pk: number for number, record in enumerate(records, start=1)}
     queued = set(status.queued) if status else set()
+    # One open challenge per account and fact: the viewer's own, if any, is
+    # shown instead of the form; else the form says what a challenge would do.
+    own_open = next(
+        (
+            record
+            for record in records
+            if record.role == Role.CHALLENGE
+            and record.author_id == user.pk
+            and record.pk not in refuted
+        ),
+        None,
+    )
+    forecast = (
+        challenge_forecast(user, fact, status) if status is not None and own_open is None else None
+    )
     entries = [
         {
             "record": record,
@@ -188,6 +216,7 @@ def _fact_context(
         "fact": fact,
         "now": now,
         "effective": fact.effective_confidence(now),
+        **(_pictures(user, fact, now) if pictures else {}),
         "status": status,
         "explanation": explanation_parts(status, numbers) if status else [],
         "records": entries,
@@ -198,6 +227,8 @@ def _fact_context(
         "ground_max": MAX_REASON_LENGTH,
         "chain": supersession_chain(fact, limit=CHAIN_LIMIT),
         "memberships": memberships,
+        # Said beside Admit: a verdict on one side of a conflict settles nothing.
+        "open_conflicts": [m.conflict for m in memberships if m.conflict.is_open],
         "receipts": receipts,
         "is_steward": is_steward_of(user, fact.scope),
         "may_challenge": fact.bucket == Bucket.SYSTEM,
@@ -205,6 +236,9 @@ def _fact_context(
         "verdict_form": forms.get("verdict") or VerdictForm(auto_id="id_verdict_%s"),
         "verdict_failed": forms["verdict"].data.get("verdict") if "verdict" in forms else "",
         "challenge_form": forms.get("challenge") or ChallengeForm(auto_id="id_challenge_%s"),
+        "challenge_forecast": forecast,
+        "own_open_challenge": own_open,
+        "own_open_number": numbers.get(own_open.pk) if own_open else None,
         "correct_form": forms.get("correct")
         or CorrectForm(
             auto_id="id_correct_%s",
@@ -219,6 +253,24 @@ def _fact_context(
     }
 
 
+def _pictures(user: User, fact: Fact, now) -> dict[str, Any]:
+    """The fact's slot (timeline and history, the fact itself marked) and its decay chart."""
+    history = slot_of(viewer=user, fact=fact, limit=SLOT_HISTORY_LIMIT)
+    across_group = bool(fact.predicate.exclusion_group)
+    drawn = slot_pictures.spans(
+        history,
+        across_group=across_group,
+        current=fact.pk,
+        disputed=slot_pictures.disputed_of(history),
+    )
+    return {
+        "decay": slot_pictures.decay_of(fact, now=now),
+        "history": history,
+        "across_group": across_group,
+        "timeline": slot_pictures.draw(drawn, now=now),
+    }
+
+
 @require_GET
 @login_required
 @refusals
@@ -229,16 +281,9 @@ def fact(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
 
 
 def _filed(found: Fact, filed: Record) -> str:
-    """The flash after a challenge: filed, and whether it takes effect (SPEC §6 rule 6)."""
-    said = f"Challenge filed against {found}."
-    status = fact_status(found)
-    if status is not None and filed.pk in status.queued:
-        return (
-            f"{said} It is queued with no effect: your open evidenced challenges already"
-            " suspend as many facts as your flood cap allows in this scope. It takes effect"
-            " when one of them is refuted or more facts are admitted."
-        )
-    return said
+    """The flash after a challenge: filed, and what it does now (SPEC §6 rules 2, 3 and 6)."""
+    effect = challenge_effects([filed])[filed.pk]
+    return f"Challenge filed against {found}. {effect.reason}"
 
 
 def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpResponse:
@@ -246,14 +291,20 @@ def _after_record(request: HtmxHttpRequest, found: Fact, message: str) -> HttpRe
     if request.htmx:
         messages.success(request, message)
         fresh = readable_fact(request.user, found.pk)
-        context = _fact_context(request.user, fresh)
+        context = _fact_context(request.user, fresh, pictures=False)
         return render(request, "console/fact.html#fact-status", context)
     return done(request, message, reverse("fact", args=[found.pk]))
 
 
 def _refused_input(request: HtmxHttpRequest, found: Fact, key: Any, form: Form) -> HttpResponse:
     """The page (or, for htmx, the panel) again with the form's errors: a 400."""
-    context = _fact_context(request.user, found, {key: form}, queue=request.POST.get("queue"))
+    context = _fact_context(
+        request.user,
+        found,
+        {key: form},
+        queue=request.POST.get("queue"),
+        pictures=not request.htmx,
+    )
     template = "console/fact.html#fact-status" if request.htmx else "console/fact.html"
     return render(request, template, context, status=400)
 
@@ -266,7 +317,7 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
     form = VerdictForm(request.POST)
     if form.is_valid():
         try:
-            record_verdict(
+            recorded = record_verdict(
                 actor=request.user,
                 fact_id=found.pk,
                 verdict=form.cleaned_data["verdict"],
@@ -276,13 +327,19 @@ def verdict(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
             add_rejection(form, error)
         else:
             word = "Admitted" if form.cleaned_data["verdict"] == "admitted" else "Rejected"
+            said = format_html(
+                "{}: {}.{}",
+                word,
+                found,
+                verdict_conflicts(recorded.closed, recorded.still_open, recorded.reopened),
+            )
             queue = request.POST.get("queue")
             if queue is None:
-                return _after_record(request, found, f"{word}: {found}.")
+                return _after_record(request, found, said)
             # Opened from the Candidates queue: on to its next candidate, same filters.
             to, more = next_candidate_url(request.user, queue)
             then = "Next candidate." if more else "Queue empty: no candidate left here."
-            return done(request, f"{word}: {found}. {then}", to)
+            return done(request, format_html("{} {}", said, then), to)
     return _refused_input(request, found, "verdict", form)
 
 
@@ -302,6 +359,13 @@ def challenge(request: HtmxHttpRequest, fact_id: UUID) -> HttpResponse:
             )
         except Rejected as error:
             add_rejection(form, error)
+        except ChallengeAlreadyOpen as error:
+            # The whole page again, with what was typed and why it was refused.
+            # htmx swaps no 409: the form on screen keeps what was typed, and
+            # console.js reads the reason from this page into the status region.
+            form.add_error(None, f"Not filed: {error}.")
+            context = _fact_context(request.user, found, {"challenge": form})
+            return render(request, "console/fact.html", context, status=409)
         else:
             return _after_record(request, found, _filed(found, filed))
     return _refused_input(request, found, "challenge", form)
@@ -389,6 +453,11 @@ def subject(request: HtmxHttpRequest, entity_id: int) -> HttpResponse:
     )
     context = {
         "entity": entity,
+        "now": now,
+        "pictures": slot_pictures.subject_slots(
+            slots_of_entity(viewer=request.user, entity=entity, per_slot=SUBJECT_SLOT_VERSIONS),
+            now=now,
+        ),
         "truth": truth,
         "pending": pending,
         "merged_into": visible_entity(request.user, merged_into) if merged_into else None,

@@ -1,6 +1,6 @@
 """The dashboard, the candidates queue with batch review, and the challenges list."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
@@ -15,9 +15,11 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
+from admissions.challenge_effects import challenges_of
 from admissions.models import ChallengeRank, Record, Role
 from admissions.selectors import (
     candidates,
@@ -46,6 +48,8 @@ from memories.store.roles import is_global_steward, steward_scope_ids
 
 # How many of the viewer's own actions the dashboard lists, the latest first.
 RECENT_ACTIONS = 10
+# How many of the viewer's own challenges it lists, the latest first.
+MY_CHALLENGES = 10
 # A dashboard count stops here and says "1000+": counting a queue of a million
 # candidates would read them all on every visit, and the queue page counts on.
 COUNTED = 1_000
@@ -154,6 +158,9 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         "now": now,
         "scopes": scopes,
         "is_steward": is_steward,
+        # The viewer's own challenges, each with what it does now or how it ended.
+        "my_challenges": challenges_of(request.user, scopes.values("pk"), limit=MY_CHALLENGES),
+        "my_challenges_limit": MY_CHALLENGES,
         "recent": in_words(
             request.user,
             list(
@@ -260,6 +267,15 @@ class ReviewItem:
     label: str
     applied: bool
     why: str = ""
+    # After an applied verdict: its fact's conflicts it closed, and those still open.
+    closed: tuple[Conflict, ...] = ()
+    still_open: tuple[Conflict, ...] = ()
+    reopened: tuple[Conflict, ...] = ()
+
+    @property
+    def conflicts_said(self) -> str:
+        """What the verdict did to its fact's open conflicts, with links (``verdict_conflicts``)."""
+        return verdict_conflicts(self.closed, self.still_open, self.reopened)
 
 
 def _is_uuid(text: str) -> bool:
@@ -294,7 +310,7 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
             outcomes.append(ReviewItem(fact_id, label, False, why))
             continue
         try:
-            record_verdict(
+            recorded = record_verdict(
                 actor=request.user,
                 fact_id=found.pk,
                 verdict=verdict,
@@ -305,8 +321,54 @@ def _review(request: HtmxHttpRequest, form: BatchReviewForm) -> list[ReviewItem]
         except Rejected as error:
             outcomes.append(ReviewItem(fact_id, label, False, error.message))
         else:
-            outcomes.append(ReviewItem(fact_id, label, True, verdict))
+            outcomes.append(
+                ReviewItem(
+                    fact_id,
+                    label,
+                    True,
+                    verdict,
+                    tuple(recorded.closed),
+                    tuple(recorded.still_open),
+                    tuple(recorded.reopened),
+                )
+            )
     return outcomes
+
+
+def verdict_conflicts(
+    closed: Sequence[Conflict], still_open: Sequence[Conflict], reopened: Sequence[Conflict] = ()
+) -> str:
+    """A verdict's flash, continued: the conflicts it closed, and those that still wait.
+
+    HTML, each conflict a link: a steward who admitted a side of a conflict
+    must be able to go and rule it (a verdict settles no conflict), and one
+    who rejected a side sees which conflict that closed. Empty when the fact
+    was in no open conflict.
+    """
+    parts = [
+        format_html(
+            ' It no longer has two sides, so <a href="{}">its conflict on {} {}</a> closed.',
+            reverse("conflict", args=[conflict.pk]),
+            conflict.subject.name,
+            conflict.predicate.name,
+        )
+        for conflict in closed
+    ]
+    again = {conflict.pk for conflict in reopened}
+    parts += [
+        format_html(
+            ' <a href="{}">Its conflict on {} {}</a> {}: a verdict does not settle it;'
+            " rule the conflict.",
+            reverse("conflict", args=[conflict.pk]),
+            conflict.subject.name,
+            conflict.predicate.name,
+            "is open again (its rejection had closed it)"
+            if conflict.pk in again
+            else "is still open",
+        )
+        for conflict in still_open
+    ]
+    return format_html_join("", "{}", ((part,) for part in parts))
 
 
 # A row's two rulings: the verdict, its button's name and its key (console.js).
@@ -398,7 +460,8 @@ def _ruled_one(request: HtmxHttpRequest, ruled: ReviewItem, listed: QuerySet[Fac
     """Say what a row's verdict did; the candidate to put the steward on next."""
     if ruled.applied:
         word = "Admitted" if ruled.why == "admitted" else "Rejected"
-        messages.success(request, f"{word}: {ruled.label}.")
+        said = format_html("{}: {}.", word, ruled.label)
+        messages.success(request, format_html("{}{}", said, ruled.conflicts_said))
     else:
         messages.error(request, f"Not ruled on {ruled.label}: {ruled.why}.")
     fact = Fact.objects.filter(pk=ruled.fact_id).first() if _is_uuid(ruled.fact_id) else None

@@ -27,7 +27,17 @@ The rules, in the order they are checked:
 3. *collisions* — live facts the incoming one contradicts (another object on
    a ``one`` predicate that is not event-like; the same object under another
    predicate of the exclusion group):
-   - any commitment involved → flagged *commitment*;
+   - any commitment involved → flagged *commitment*. For a steward of the
+     scope writing (``Incoming.by_steward``), only *admitted* colliding facts
+     are weighed here: a candidate (a system fact whose latest verdict is not
+     ``admitted``, ``StandingFact.candidate``; a suspended fact is still
+     admitted) never holds up a steward's write, neither by
+     its own class nor as what the steward's commitment would overrule. The
+     candidate is then weighed by the rules below as an ordinary fact of its
+     source, so a steward's write on a candidate commitment of equal or
+     lower rank supersedes it (on a ``supersede`` predicate or in an
+     exclusion group: audited as an automatic change, revertible) and is
+     flagged *contradiction* under a ``review`` policy (issue 29 item 8);
    - the incoming ``t_valid`` is not after a colliding fact's → flagged
      *backdated* (closing the older interval there would leave it valid at
      no instant);
@@ -46,7 +56,8 @@ An assertion that arrives with its interval already closed (``t_invalid``
 given) is history, not a claim about now: it is never live, so it collides
 with nothing and is created as it is.
 
-Confidence is clamped into [0, 1] and then to the source's ceiling at birth;
+A confidence outside [0, 1] is refused (``parse_confidence``); one above the
+source's ceiling is clamped to it at birth (``confidence_clamp`` says when);
 an assertion without one gets ``DEFAULT_CONFIDENCE``.
 """
 
@@ -97,19 +108,40 @@ Reason = Literal["commitment", "backdated", "outranked", "revenant", "contradict
 
 
 class Rejected(ValueError):
-    """Invalid input: nothing is written. ``field`` names what is wrong."""
+    """Invalid input: nothing is written. ``field`` names what is wrong.
 
-    def __init__(self, field: str, message: str) -> None:
+    A refusal of several fields at once (``Rejected.every``) keeps the first
+    one's ``field``, says the others in its ``message``, and lists each in
+    ``problems``, for a face that answers them one by one.
+    """
+
+    def __init__(self, field: str, message: str, *, code: str = "invalid") -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+        # What kind of problem, for a client's code: "required", "unknown_field",
+        # "unknown_name" (not in the vocabulary), else "invalid".
+        self.code = code
+        self.problems: tuple[Rejected, ...] = (self,)
+
+    @classmethod
+    def every(cls, problems: Sequence["Rejected"]) -> "Rejected":
+        """One refusal for ``problems`` (at least one), in the order they were found."""
+        first = problems[0]
+        if len(problems) == 1:
+            return first
+        # A reader of one message (an import's report) still learns them all.
+        also = "; ".join(str(problem) for problem in problems[1:])
+        combined = cls(first.field, f"{first.message}; also {also}", code=first.code)
+        combined.problems = tuple(problems)
+        return combined
 
 
 class UnknownName(Rejected):
     """A name outside a closed vocabulary; ``did_you_mean`` names the valid ones nearest to it."""
 
     def __init__(self, field: str, message: str, *, did_you_mean: Sequence[str]) -> None:
-        super().__init__(field, message)
+        super().__init__(field, message, code="unknown_name")
         self.did_you_mean = tuple(did_you_mean)
 
 
@@ -206,79 +238,141 @@ class Assertion:
     statement: str
     evidence: tuple[Evidence, ...]
     bucket: Literal["system", "user"]
+    # Whether the caller gave ``confidence`` (else it is DEFAULT_CONFIDENCE).
+    confidence_stated: bool = True
 
 
 def parse_assertion(raw: Mapping[str, Any], vocabulary: Vocabulary, *, now: datetime) -> Assertion:
-    """Check a raw assertion; raise :class:`Rejected` naming the first bad field."""
-    if not ASSERTION_FIELDS.issuperset(raw):
-        unknown = sorted(set(raw) - ASSERTION_FIELDS)
+    """Check a raw assertion; raise :class:`Rejected` naming every bad field.
+
+    Each field is checked on its own, so one refusal lists all that is wrong
+    (``Rejected.problems``) and an agent corrects its call once, not once a
+    field. A check that needs another field's value (the object's length
+    needs its kind, the default class the predicate) uses that field's
+    default when the field itself is bad.
+    """
+    problems: list[Rejected] = []
+
+    def checked(check: Any, *args: Any, **kwargs: Any) -> Any:
+        # The checked value, or None (with the problem noted) when refused.
+        try:
+            return check(*args, **kwargs)
+        except Rejected as problem:
+            problems.append(problem)
+            return None
+
+    for name in sorted(set(raw) - ASSERTION_FIELDS, key=repr):
         # A key is named as it was sent unless it is not text itself: the
         # refusal is printed and stored, and must survive both.
-        name = unknown[0]
         if not isinstance(name, str) or unstorable(name) is not None:
             name = ascii(name)
-        raise Rejected(name, "is not a field of an assertion")
+        problems.append(Rejected(name, "is not a field of an assertion", code="unknown_field"))
 
-    scope = _required_text(raw, "scope", MAX_NAME_LENGTH)
-    subject = _shown_text(raw, "subject", MAX_NAME_LENGTH, line_breaks=False)
-    predicate = _required_text(raw, "predicate", MAX_NAME_LENGTH)
-    if predicate not in vocabulary.predicates:
-        raise UnknownName(
-            "predicate",
-            f"unknown predicate {predicate!r}",
-            did_you_mean=nearest_names(predicate, vocabulary.predicates),
-        )
-    object_kind = _choice(raw, "object_kind", OBJECT_KINDS, default="literal")
+    scope = checked(_required_text, raw, "scope", MAX_NAME_LENGTH)
+    subject = checked(_shown_text, raw, "subject", MAX_NAME_LENGTH, line_breaks=False)
+    predicate = checked(_known, raw, "predicate", vocabulary.predicates, "predicate")
+    object_kind = checked(_choice, raw, "object_kind", OBJECT_KINDS, default="literal")
     limit = MAX_NAME_LENGTH if object_kind == "entity" else MAX_OBJECT_LENGTH
-    obj = _shown_text(raw, "object", limit, line_breaks=object_kind != "entity")
-
-    source_type = _required_text(raw, "source_type", MAX_NAME_LENGTH)
-    if source_type not in vocabulary.sources:
-        raise UnknownName(
-            "source_type",
-            f"unknown source type {source_type!r}",
-            did_you_mean=nearest_names(source_type, vocabulary.sources),
-        )
+    obj = checked(_shown_text, raw, "object", limit, line_breaks=object_kind != "entity")
+    source_type = checked(_known, raw, "source_type", vocabulary.sources, "source type")
 
     stated = raw.get("epistemic")
+    epistemic = None
     if stated is None or stated == "":
-        epistemic = vocabulary.predicates[predicate].default_epistemic
+        if predicate is not None:
+            epistemic = vocabulary.predicates[predicate].default_epistemic
     elif not isinstance(stated, str) or stated not in EPISTEMIC_STRENGTH:
-        raise Rejected(
-            "epistemic", f"must be one of {', '.join(EPISTEMIC_STRENGTH)}, not {stated!r}"
+        problems.append(
+            Rejected("epistemic", f"must be one of {', '.join(EPISTEMIC_STRENGTH)}, not {stated!r}")
         )
     else:
         epistemic = stated
 
-    confidence = raw.get("confidence")
-    if confidence is None:
-        confidence = DEFAULT_CONFIDENCE
-    elif isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise Rejected("confidence", f"must be a number, not {confidence!r}")
-    elif not math.isfinite(confidence):
-        raise Rejected("confidence", "must be a finite number")
+    confidence = checked(parse_confidence, raw.get("confidence"))
+    t_valid = checked(parse_time, raw.get("t_valid"), "t_valid")
+    t_invalid = checked(parse_time, raw.get("t_invalid"), "t_invalid")
+    t_valid_bad = "t_valid" in {problem.field for problem in problems}
+    if t_invalid is not None and not t_valid_bad and t_invalid <= (t_valid or now):
+        problems.append(Rejected("t_invalid", "must be after t_valid"))
+    episode = checked(_optional_text, raw, "episode", MAX_EPISODE_LENGTH)
+    statement = checked(_optional_text, raw, "statement", MAX_STATEMENT_LENGTH)
+    evidence = checked(parse_evidence, raw.get("evidence"), "evidence")
+    bucket = checked(_choice, raw, "bucket", BUCKETS, default="system")
 
-    t_valid = parse_time(raw.get("t_valid"), "t_valid")
-    t_invalid = parse_time(raw.get("t_invalid"), "t_invalid")
-    if t_invalid is not None and t_invalid <= (t_valid or now):
-        raise Rejected("t_invalid", "must be after t_valid")
-
+    if problems:
+        raise Rejected.every(problems)
     return Assertion(
         scope=scope,
         subject=subject,
         predicate=predicate,
         object=obj,
-        object_kind=object_kind,  # type: ignore[arg-type]
-        epistemic=epistemic,
+        object_kind=object_kind,
+        epistemic=epistemic,  # type: ignore[arg-type]
         epistemic_stated=stated not in (None, ""),
         source_type=source_type,
-        confidence=float(confidence),
+        confidence=DEFAULT_CONFIDENCE if confidence is None else confidence,
         t_valid=t_valid,
         t_invalid=t_invalid,
-        episode=_optional_text(raw, "episode", MAX_EPISODE_LENGTH),
-        statement=_optional_text(raw, "statement", MAX_STATEMENT_LENGTH),
-        evidence=parse_evidence(raw.get("evidence"), "evidence"),
-        bucket=_choice(raw, "bucket", BUCKETS, default="system"),  # type: ignore[arg-type]
+        episode=episode,
+        statement=statement,
+        evidence=evidence,
+        bucket=bucket,
+        confidence_stated=confidence is not None,
+    )
+
+
+def parse_confidence(value: Any) -> float | None:
+    """A confidence is a finite number from 0 to 1; None when not given.
+
+    Out of range is refused, never clamped (issue 31 §3): 1.5 or -3 says the
+    caller misunderstood the scale, and storing 0.95 or 0 for it would hide
+    that. Clamping to the source type's ceiling is another matter: the value
+    is on the scale, the source just cannot vouch for that much.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Rejected("confidence", f"must be a number, not {value!r}")
+    # An integer is compared as it is: one too large for a float (a JSON
+    # number of 400 digits) would make isfinite raise.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Rejected("confidence", "must be a finite number")
+    if not 0 <= value <= 1:
+        raise Rejected("confidence", f"must be between 0 and 1, not {value!r}")
+    return float(value)
+
+
+def _known(raw: Mapping[str, Any], field: str, names: Mapping[str, Any], what: str) -> str:
+    value = _required_text(raw, field, MAX_NAME_LENGTH)
+    if value not in names:
+        raise UnknownName(
+            field, f"unknown {what} {value!r}", did_you_mean=nearest_names(value, names)
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class ConfidenceClamp:
+    """An asked confidence above its source type's ceiling: what was asked, what capped it."""
+
+    asked: float
+    ceiling: float
+    ceiling_of: str
+
+
+def confidence_clamp(assertion: Assertion, vocabulary: Vocabulary) -> ConfidenceClamp | None:
+    """The clamp applied to a stated confidence at the source's ceiling, or None.
+
+    Only a confidence the caller stated is reported: the default (0.8)
+    capped by a low source's ceiling is not something the caller asked for.
+    """
+    if not assertion.confidence_stated:
+        return None
+    ceiling = vocabulary.sources[assertion.source_type].confidence_ceiling
+    if assertion.confidence <= ceiling:
+        return None
+    return ConfidenceClamp(
+        asked=assertion.confidence, ceiling=ceiling, ceiling_of=assertion.source_type
     )
 
 
@@ -377,7 +471,7 @@ def check_text(value: str, field: str, limit: int) -> None:
 def _required_text(raw: Mapping[str, Any], field: str, limit: int) -> str:
     value = raw.get(field)
     if value is None:
-        raise Rejected(field, "is required")
+        raise Rejected(field, "is required", code="required")
     if not isinstance(value, str):
         raise Rejected(field, "must be text")
     value = value.strip()
@@ -433,6 +527,9 @@ class Incoming:
     t_valid: datetime
     t_invalid: datetime | None = None
     evidence: tuple[Evidence, ...] = ()
+    # The writer is a steward of the scope: the one writer whose word a
+    # candidate cannot hold up (rule 3), since the steward is who admits it.
+    by_steward: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,6 +546,10 @@ class StandingFact:
     t_valid: datetime
     t_invalid: datetime | None = None
     evidence: tuple[Evidence, ...] = ()
+    # A system fact whose latest verdict is not ``admitted`` (SPEC §6): no
+    # verdict yet, or rejected. A ``user`` fact is never one (it has no
+    # verdicts; it is weighed only against its own author's writes).
+    candidate: bool = False
 
     @property
     def live(self) -> bool:
@@ -561,8 +662,14 @@ def decide(
     ]
     collisions = by_cardinality + by_group
     if collisions:
-        if incoming.epistemic == "commitment" or any(
-            f.epistemic == "commitment" for f in collisions
+        # What a commitment would be overruled by, or would overrule: for a
+        # steward, only what a steward has admitted. A candidate commitment
+        # is someone's proposal, and the steward is who rules on proposals;
+        # letting it dispute the steward's write would let any member hold
+        # the scope's stewards up by stating a class.
+        weighed = [f for f in collisions if not f.candidate] if incoming.by_steward else collisions
+        if weighed and (
+            incoming.epistemic == "commitment" or any(f.epistemic == "commitment" for f in weighed)
         ):
             return _flag("commitment", born, collisions, "a commitment is never overruled")
         if any(incoming.t_valid <= f.t_valid for f in collisions):
@@ -627,8 +734,13 @@ def _reinforce(
     )
 
 
-def incoming_from(assertion: Assertion, object_key: str, *, t_valid: datetime) -> Incoming:
-    """The decision's view of a checked assertion whose object resolved to ``object_key``."""
+def incoming_from(
+    assertion: Assertion, object_key: str, *, t_valid: datetime, by_steward: bool = False
+) -> Incoming:
+    """The decision's view of a checked assertion whose object resolved to ``object_key``.
+
+    ``by_steward``: the writer is a steward of the assertion's scope (rule 3).
+    """
     return Incoming(
         predicate=assertion.predicate,
         object_kind=assertion.object_kind,
@@ -640,6 +752,7 @@ def incoming_from(assertion: Assertion, object_key: str, *, t_valid: datetime) -
         t_valid=t_valid,
         t_invalid=assertion.t_invalid,
         evidence=assertion.evidence,
+        by_steward=by_steward,
     )
 
 

@@ -436,6 +436,82 @@ def moot_effects(
     )
 
 
+def set_aside_effects(
+    conflict_id: UUID,
+    scope_id: int,
+    members: Sequence[tuple[str, bool]],
+    *,
+    now: datetime,
+    reason: str,
+    actor_id: int,
+    cause: Mapping[str, Any],
+) -> tuple[Change, ...]:
+    """Close an open conflict that a person's act left without two sides; nothing if it has two.
+
+    ``members``: each member's (role, still a side): live, and not set aside
+    by the act of a layer above (a steward's rejection of it, SPEC §6). The
+    rule is :func:`~memories.core.decisions.conflict_is_moot`'s, as for a side
+    that stopped being live; the closing differs from :func:`moot_effects` in
+    whose it is: the person whose act set the side aside (``actor_id``),
+    with their words (``reason``), so the audit feed lists it as their
+    action and no revert of an automatic change can reopen it. ``cause``:
+    what set the side aside, kept in the audit entry's after-state.
+    """
+    if not conflict_is_moot(members):
+        return ()
+    return (
+        CloseConflict(conflict_id, now, MOOT, reason, resolved_by=actor_id),
+        AuditNote(
+            now,
+            scope_id,
+            "closed-conflict",
+            "conflict",
+            str(conflict_id),
+            {"status": "open"},
+            {"status": "resolved", "resolution": MOOT, **cause},
+            reason,
+            "",
+            actor_id,
+        ),
+    )
+
+
+def restore_effects(
+    conflict_id: UUID,
+    scope_id: int,
+    members: Sequence[tuple[str, bool]],
+    *,
+    now: datetime,
+    reason: str,
+    actor_id: int,
+    cause: Mapping[str, Any],
+) -> tuple[Change, ...]:
+    """Reopen a conflict :func:`set_aside_effects` closed, once it has two sides again.
+
+    A person's act closed it (a steward rejected a side); another act of a
+    person brought that side back (a later admission of it), so the
+    question it asked is open again. ``members`` as for
+    :func:`set_aside_effects`; nothing when it would still be moot.
+    """
+    if conflict_is_moot(members):
+        return ()
+    return (
+        ReopenConflict(conflict_id, now),
+        AuditNote(
+            now,
+            scope_id,
+            "reopened-conflict",
+            "conflict",
+            str(conflict_id),
+            {"status": "resolved", "resolution": MOOT},
+            {"status": "open", **cause},
+            reason,
+            "",
+            actor_id,
+        ),
+    )
+
+
 def invalidation_effects(
     fact_id: UUID,
     scope_id: int,

@@ -34,6 +34,10 @@ from itertools import combinations
 # Resolutions by which a steward answered that the facts may stand together:
 # they coexist, the conflict was a false positive, or they were kept.
 RULINGS = frozenset({"coexist", "dismissed", "kept"})
+# A conflict a person's act closed as moot (a steward rejected a side of it,
+# ``memories.write.sides``) names who closed it, and counts as a ruling too
+# (``ConflictMemberQuerySet.ties``): the rejected fact stays valid, and
+# without this the crawler would put it back beside its rival at once.
 
 
 def ruled_together(a_ruled: frozenset, b_ruled: frozenset) -> bool:

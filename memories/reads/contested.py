@@ -6,14 +6,21 @@ conflicts that dispute it (their kind, and the standing facts the value
 collided with), so it can answer "unknown — disputed" instead of guessing.
 A disputed value is reported whatever its admission status; its Fact shape
 says that status.
+
+What such a slot shows (which value is current, which contest it, whether
+the answer is "unknown") is ``memories.core.contested``'s rule, one for
+recall, search and the digest: :func:`what_contested_slot_shows` applies it
+to a slot read here and what the reader's recall serves.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
 from django.db.models import Q
 
+from memories.core.contested import Member, OpenConflict, Shown, Slot, what_slot_shows
 from memories.store.lookups import find_entity
 from memories.store.models import Bucket, ConflictMember, Fact, Predicate, Scope
 
@@ -30,6 +37,9 @@ class Dispute:
     opened_at: datetime
     # The conflict's other members: what the disputed value collided with.
     candidates: tuple[UUID, ...]
+    # Every member (this value included), by recorded time, with whether the
+    # conflict disputes it: what the rule of ``memories.core.contested`` reads.
+    members: tuple[Member, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,12 +122,16 @@ def _disputes(fact_ids: list[UUID], *, known_at: datetime | None) -> dict[UUID, 
         )
     disputing = list(disputing.select_related("conflict").order_by("conflict__opened_at"))
     members: dict[UUID, list[UUID]] = {}
-    for conflict_id, fact_id in (
+    described: dict[UUID, list[Member]] = {}
+    for conflict_id, fact_id, recorded_at, disputes in (
         ConflictMember.objects.filter(conflict_id__in={m.conflict_id for m in disputing})
         .order_by("fact__recorded_at", "fact_id")
-        .values_list("conflict_id", "fact_id")
+        .values_list("conflict_id", "fact_id", "fact__recorded_at", "disputes")
     ):
         members.setdefault(conflict_id, []).append(fact_id)
+        described.setdefault(conflict_id, []).append(
+            Member(id=str(fact_id), recorded_at=recorded_at, disputed=disputes)
+        )
 
     found: dict[UUID, list[Dispute]] = {}
     for member in disputing:
@@ -130,6 +144,35 @@ def _disputes(fact_ids: list[UUID], *, known_at: datetime | None) -> dict[UUID, 
                 candidates=tuple(
                     fact_id for fact_id in members[conflict.pk] if fact_id != member.fact_id
                 ),
+                members=tuple(described[conflict.pk]),
             )
         )
     return found
+
+
+def what_contested_slot_shows(slot: ContestedSlot, *, believed: Iterable[UUID]) -> Shown:
+    """What ``slot`` shows a reader whose recall serves ``believed`` (in its rank order).
+
+    The one rule (``memories.core.contested.what_slot_shows``) on a slot read
+    by :func:`contested_slots`: ``believed`` is the same reader's recall at
+    the same moment (any part of it; values no conflict of the slot names are
+    simply current). Ids in the answer are strings of the facts' UUIDs.
+    """
+    conflicts: dict[UUID, OpenConflict] = {}
+    for value in slot.values:
+        for dispute in value.disputes:
+            conflicts.setdefault(
+                dispute.conflict_id,
+                OpenConflict(
+                    id=str(dispute.conflict_id),
+                    kind=dispute.kind,
+                    opened_at=dispute.opened_at,
+                    members=dispute.members,
+                ),
+            )
+    return what_slot_shows(
+        Slot(
+            believed=tuple(str(fact_id) for fact_id in believed),
+            conflicts=tuple(conflicts.values()),
+        )
+    )

@@ -12,10 +12,19 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When, Window
+from django.db.models.functions import Concat, RowNumber
 
 from memories.store.lookups import find_entity
-from memories.store.models import Fact, FactQuerySet, InvalidationKind, Predicate, Scope
+from memories.store.models import (
+    Bucket,
+    Entity,
+    Fact,
+    FactQuerySet,
+    InvalidationKind,
+    Predicate,
+    Scope,
+)
 
 Ending = Literal["live", "bounded", "superseded", "invalidated", "withdrawn"]
 
@@ -42,6 +51,71 @@ def slot_history(*, viewer, scope: Scope, subject: str, predicate: str) -> FactQ
         .filter(subject=entity, predicate__in=slot_predicates(predicate))
         .for_display()
         .select_related("invalidated_by")
+    )
+
+
+def slot_of(*, viewer, fact: Fact, limit: int) -> list[Fact]:
+    """The newest ``limit`` versions of ``fact``'s slot that ``viewer`` may read, oldest first.
+
+    The slot as the write path weighs it: the fact's scope, subject and
+    predicate (or exclusion group), in its bucket, and for a ``user`` bucket
+    fact its author's own. ``fact`` itself is always among them, however old.
+    The viewer's right to read ``fact`` is the caller's to check first.
+    """
+    versions = (
+        Fact.objects.readable_by(viewer)
+        .filter(
+            scope_id=fact.scope_id,
+            subject_id=fact.subject_id,
+            predicate__in=slot_predicates(fact.predicate.name),
+            bucket=fact.bucket,
+        )
+        .with_disputed()
+        .for_display()
+        .select_related("invalidated_by")
+    )
+    if fact.bucket == Bucket.USER:
+        versions = versions.filter(author_id=fact.author_id)
+    newest = list(versions.order_by("-recorded_at", "-id")[:limit])
+    if all(version.pk != fact.pk for version in newest):
+        newest[-1:] = [fact]
+    return sorted(newest, key=lambda version: (version.recorded_at, str(version.pk)))
+
+
+def slots_of_entity(*, viewer, entity: Entity, per_slot: int) -> FactQuerySet:
+    """Every slot of ``entity``: the newest ``per_slot`` versions of each, in one query.
+
+    Each fact is annotated with its ``slot`` (``group:<exclusion group>`` or
+    ``predicate:<name>``, as the slot lock is named) and ``owner`` (a ``user``
+    bucket fact's author, else 0): a slot is one (slot, bucket, owner); and
+    ``disputed`` (``FactQuerySet.with_disputed``). Ordered
+    slot by slot, each oldest first, so a page can group them in one pass.
+    """
+    slot = Case(
+        When(
+            ~Q(predicate__exclusion_group=""),
+            then=Concat(Value("group:"), F("predicate__exclusion_group")),
+        ),
+        default=Concat(Value("predicate:"), F("predicate__name")),
+    )
+    owner = Case(When(bucket=Bucket.USER, then=F("author_id")), default=Value(0))
+    return (
+        Fact.objects.readable_by(viewer)
+        .in_scope(entity.scope)
+        .filter(subject=entity)
+        .annotate(slot=slot, owner=owner)
+        .annotate(
+            newness=Window(
+                RowNumber(),
+                partition_by=[F("slot"), F("bucket"), F("owner")],
+                order_by=[F("recorded_at").desc(), F("id").desc()],
+            )
+        )
+        .filter(newness__lte=per_slot)
+        .with_disputed()
+        .for_display()
+        .select_related("invalidated_by")
+        .order_by("slot", "bucket", "owner", "recorded_at", "id")
     )
 
 

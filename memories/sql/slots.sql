@@ -24,17 +24,26 @@ $$;
 -- 'many' slot can hold hundreds of live values, and only a 'one' predicate or
 -- a low-trust writer (the revenant rule) needs to see the other values
 -- (p_all_values, decided by memories.write.actions._slot_read_arguments).
-CREATE OR REPLACE FUNCTION claimgraph_slot_facts(
+-- candidate: a system fact whose latest verdict is not admitted (no row in
+-- memories_admittedfact, which the admissions app's record trigger keeps):
+-- a steward's write is never held up by one (decisions.decide, rule 3).
+-- Dropped first: CREATE OR REPLACE cannot change a function's columns.
+DROP FUNCTION IF EXISTS claimgraph_slot_facts(
+    bigint, bigint, text, bigint, bigint, text, text, boolean, bigint[]);
+CREATE FUNCTION claimgraph_slot_facts(
     p_scope_id bigint, p_subject_id bigint, p_bucket text, p_author_id bigint,
     p_predicate_id bigint, p_object_kind text, p_object_key text,
     p_all_values boolean, p_group_ids bigint[]
 ) RETURNS TABLE (
     id uuid, predicate_id bigint, object_kind varchar, object_key text, epistemic varchar,
     source_type_id bigint, confidence double precision, t_valid timestamptz,
-    t_invalid timestamptz, evidence jsonb
+    t_invalid timestamptz, evidence jsonb, candidate boolean
 ) LANGUAGE sql STABLE AS $$
     SELECT f.id, f.predicate_id, f.object_kind, f.object_key, f.epistemic, f.source_type_id,
-           f.confidence, f.t_valid, f.t_invalid, f.evidence
+           f.confidence, f.t_valid, f.t_invalid, f.evidence,
+           f.bucket = 'system' AND NOT EXISTS (
+               SELECT 1 FROM memories_admittedfact a
+                WHERE a.scope_id = f.scope_id AND a.fact_id = f.id)
       FROM memories_fact f
      WHERE f.scope_id = p_scope_id AND f.subject_id = p_subject_id AND f.bucket = p_bucket
        AND (p_author_id IS NULL OR f.author_id = p_author_id)
@@ -169,6 +178,43 @@ CREATE OR REPLACE FUNCTION claimgraph_entity_lock_id(
 $$;
 
 
+-- An entity a write is about to name (as its subject or its object), held
+-- against merges: claimgraph_entity, then -- while no merge of it is in force
+-- -- its own lock, shared, and the merge looked up again in a fresh snapshot.
+-- A merge (memories.write.merges) takes that lock exclusively before it reads
+-- the facts to move, so a write that found the entity unmerged either commits
+-- before the merge reads them (and its fact moves with the rest) or waits for
+-- the merge and then answers as the survivor (merged_into set): no fact is
+-- ever left naming an entity merged away. The one statement of it, for the
+-- slot's subject (claimgraph_open_slot below) and every other entity a write
+-- names (memories.store.lookups.hold_entity). Every writer holds its entities
+-- before it takes a slot lock, as a merge takes the entity's lock before the
+-- slots', so the two never wait for each other in a cycle.
+CREATE OR REPLACE FUNCTION claimgraph_entity_held(
+    p_scope_id bigint, p_name text, p_key text, p_skeleton text
+) RETURNS TABLE (
+    id bigint, scope_id bigint, name varchar, key varchar, type varchar,
+    aliases varchar[], alias_keys varchar[], skeleton text, alias_skeletons text[],
+    created_at timestamptz, merged_into bigint, looked_alike boolean
+) LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    held bigint;
+BEGIN
+    SELECT e.id, e.scope_id, e.name, e.key, e.type, e.aliases, e.alias_keys, e.skeleton,
+           e.alias_skeletons, e.created_at, e.merged_into, e.looked_alike
+      INTO id, scope_id, name, key, type, aliases, alias_keys, skeleton, alias_skeletons,
+           created_at, merged_into, looked_alike
+      FROM claimgraph_entity(p_scope_id, p_name, p_key, p_skeleton, true) AS e;
+    held := id;
+    IF held IS NOT NULL AND merged_into IS NULL THEN
+        PERFORM pg_advisory_xact_lock_shared(claimgraph_slot_lock_id(p_scope_id, held, ''));
+        SELECT m.into_id INTO merged_into FROM claimgraph_merge_in_force(p_scope_id, held) AS m;
+    END IF;
+    RETURN NEXT;
+END
+$$;
+
+
 -- Opening a slot in one round trip, for every assertion
 -- (memories.write.actions._open_slot): authorize the writer, find the subject
 -- (creating it on first mention), take the slot's lock, then read the slot's
@@ -176,7 +222,9 @@ $$;
 -- takes a fresh snapshot, so the read that follows the lock sees everything
 -- the previous holder of the lock committed, exactly as separate statements
 -- would. A subject merged into another comes back with merged_into set and
--- no lock taken: its slot is the other entity's, which the caller locks.
+-- no slot lock taken: its slot is the other entity's, which the caller locks;
+-- so does an assertion whose object is an entity (p_object_key null), whose
+-- caller holds the object (claimgraph_entity_held) before it locks the slot.
 DROP FUNCTION IF EXISTS claimgraph_open_slot(
     bigint, text, text, text, text, bigint, bigint, text, text, boolean, bigint[]);
 -- Earlier return types and argument lists (the skeleton, the source types each
@@ -217,24 +265,17 @@ BEGIN
       INTO entity_id, entity_scope_id, entity_name, entity_key, entity_type, entity_aliases,
            entity_alias_keys, entity_skeleton, entity_alias_skeletons, entity_created_at,
            merged_into, looked_alike
-      FROM claimgraph_entity(scope_id, p_subject_name, p_subject_key, p_subject_skeleton,
-                             true) AS e;
-    -- The subject's own lock, shared: a merge of it (memories.write.merges)
-    -- takes it exclusively, so a write that found the subject unmerged either
-    -- commits before the merge reads the facts to move, or waits for the
-    -- merge and then, re-checking in a fresh snapshot, answers as the survivor.
-    IF merged_into IS NULL THEN
-        PERFORM pg_advisory_xact_lock_shared(claimgraph_slot_lock_id(scope_id, entity_id, ''));
-        SELECT m.into_id INTO merged_into FROM claimgraph_merge_in_force(scope_id, entity_id) AS m;
-    END IF;
-    IF merged_into IS NULL THEN
+      FROM claimgraph_entity_held(scope_id, p_subject_name, p_subject_key,
+                                  p_subject_skeleton) AS e;
+    -- The subject is held against merges (claimgraph_entity_held above); an
+    -- entity object must be held before the slot's lock too, so a write
+    -- naming one comes here with p_object_key null and locks the slot itself.
+    IF merged_into IS NULL AND p_object_key IS NOT NULL THEN
         PERFORM pg_advisory_xact_lock(claimgraph_slot_lock_id(scope_id, entity_id, p_slot_name));
-        IF p_object_key IS NOT NULL THEN
-            SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) INTO standing
-              FROM claimgraph_slot_facts(
-                   scope_id, entity_id, p_bucket, p_author_id, p_predicate_id,
-                   p_object_kind, p_object_key, p_all_values, p_group_ids) t;
-        END IF;
+        SELECT coalesce(jsonb_agg(to_jsonb(t)), '[]'::jsonb) INTO standing
+          FROM claimgraph_slot_facts(
+               scope_id, entity_id, p_bucket, p_author_id, p_predicate_id,
+               p_object_kind, p_object_key, p_all_values, p_group_ids) t;
     END IF;
     RETURN NEXT;
 END

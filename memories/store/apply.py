@@ -357,6 +357,8 @@ class FactState:
     bucket: str
     author_id: int
     last_reinforced_at: datetime
+    # A system fact no steward has admitted (decisions.StandingFact.candidate).
+    candidate: bool = False
     new: bool = False
     changed: bool = False
     # Only for new facts: the row as created (written whole, in its end state).
@@ -385,6 +387,7 @@ class FactState:
             t_valid=self.t_valid,
             t_invalid=self.t_invalid,
             evidence=self.evidence,
+            candidate=self.candidate,
         )
         return self.seen
 
@@ -522,6 +525,8 @@ class SetApplier:
                 bucket=row.bucket,
                 author_id=row.author_id,
                 last_reinforced_at=row.last_reinforced_at,
+                # Written just now, so no verdict admits it yet.
+                candidate=row.bucket == "system",
                 new=True,
                 row=row,
             )

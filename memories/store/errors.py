@@ -54,6 +54,21 @@ class SourceTypeNotAllowed(Forbidden):
 class StateConflict(Exception):
     """The object is not in a state that allows this (409)."""
 
+    code = "state_conflict"
+
+
+class ChallengeAlreadyOpen(StateConflict):
+    """The account already has an open challenge on the fact (issue 30 item 7): one at a time."""
+
+    code = "challenge_already_open"
+
+    def __init__(self, challenge_id) -> None:
+        super().__init__(
+            f"you already have an open challenge on this fact (challenge {challenge_id}):"
+            " a second is refused until a steward refutes that one; nothing was written"
+        )
+        self.challenge_id = challenge_id
+
 
 # The database unreachable (SPEC §11): Django's classes, and psycopg's in case a
 # statement ever runs outside Django's wrapping. An OperationalError is, by the
@@ -101,6 +116,7 @@ __all__ = [
     "OUTAGE_ERRORS",
     "RETRY_AFTER_SECONDS",
     "UNAVAILABLE_MESSAGE",
+    "ChallengeAlreadyOpen",
     "Forbidden",
     "NotFound",
     "Rejected",

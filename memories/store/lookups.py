@@ -144,6 +144,27 @@ def get_or_create_entity(scope: Scope, name: str) -> Named:
     return found
 
 
+def hold_entity(scope: Scope, name: str) -> Named:
+    """``get_or_create_entity`` for a write about to name the entity: held against merges.
+
+    The SQL function ``claimgraph_entity_held`` (memories/sql/slots.sql)
+    takes the entity's own lock shared, which a merge of it takes
+    exclusively, and looks the merge up again after it: the entity answered
+    is never merged away before the write commits (a merge already in force
+    answers its survivor). Call it before taking any slot lock.
+    """
+    with hot_cursor() as cursor:
+        cursor.execute(
+            "SELECT * FROM claimgraph_entity_held(%s, %s, %s, %s)",
+            [scope.pk, name.strip(), value_key(name), name_skeleton(name)],
+            prepare=True,
+        )
+        row = cursor.fetchone()
+    found = named_from_row(row)
+    assert found is not None, "an entity row, once inserted, is never deleted"
+    return found
+
+
 def visible_conflict(actor, conflict_id: UUID | str) -> Conflict:
     """A conflict ``actor`` may see (``Conflict.objects.visible_to``), with its scope,
     subject and predicate; anything else is :class:`NotFound`."""

@@ -165,9 +165,14 @@ def is_steward_of(user, scope) -> bool:
     guardian's ``has_perm``, which reads the permission tables again on
     every call: a page asks this of several facts and scopes.
     """
+    return stewards_scope_id(user, scope.pk)
+
+
+def stewards_scope_id(user, scope_id: int) -> bool:
+    """``is_steward_of`` for a scope known by its id only (the import's lines)."""
     if not user.is_authenticated or not user.is_active:
         return False
-    return is_global_steward(user) or scope.pk in steward_scope_ids(user)
+    return is_global_steward(user) or scope_id in steward_scope_ids(user)
 
 
 def is_member_of(user, scope) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memories.core.decisions import PredicateSpec, SourceSpec, Vocabulary
+from memories.core.decisions import EPISTEMIC_STRENGTH, PredicateSpec, SourceSpec, Vocabulary
 from memories.store.models import Fact, Predicate, SourceType
 
 
@@ -40,6 +40,19 @@ class LoadedVocabulary:
         """Whether the predicate and source type ``data`` names are in this copy."""
         return data.get("predicate") in self.predicates and data.get("source_type") in self.sources
 
+
+# The epistemic classes, weakest first, and when a writer should choose each
+# (SPEC §1): a fixed set, unlike predicates and source types, so it lives in
+# code; discovery (api.discovery) serves it with the rest of the vocabulary.
+EPISTEMIC_CLASSES: Mapping[str, str] = {
+    "observation": "How things are (a version, a dependency, who owns what); the usual class.",
+    "preference": "A like or dislike, a stance that may change (prefers, avoids).",
+    "commitment": (
+        "A decision actually made, which must never be overruled silently: any contradiction"
+        " with it is flagged for a human, whatever the sources' trust."
+    ),
+}
+assert tuple(EPISTEMIC_CLASSES) == tuple(sorted(EPISTEMIC_STRENGTH, key=EPISTEMIC_STRENGTH.get))
 
 # The vocabulary is read on every write but edited rarely (in the admin), so
 # each process keeps a copy for a few seconds (CLAIMGRAPH_VOCABULARY_CACHE_SECONDS,

@@ -52,7 +52,7 @@ from memories.store.audit import fact_state, record_audit
 from memories.store.errors import Forbidden, NotFound, StateConflict
 from memories.store.lookups import (
     Named,
-    get_or_create_entity,
+    hold_entity,
     hot_cursor,
     named_from_row,
     readable_fact,
@@ -70,6 +70,7 @@ from memories.store.models import (
     Scope,
 )
 from memories.store.permissions import check_source_type, may_end, may_resolve
+from memories.store.roles import is_steward_of
 from memories.store.slots import LOCK_SQL, lock_predicate_slot
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import LoadedVocabulary, load_vocabulary
@@ -88,6 +89,8 @@ class AssertResult:
     conflict: Conflict | None = None
     # The names given that resolved to an existing entity by their look only.
     look_alikes: list[LookAlike] = field(default_factory=list)
+    # A stated confidence above the source type's ceiling, capped to it.
+    confidence_clamped: decisions.ConfidenceClamp | None = None
 
 
 def assert_fact(
@@ -112,7 +115,9 @@ def assert_fact(
         # Refused before anything is decided; the transaction takes back the
         # subject the slot's opening may have created.
         check_source_type(actor, scope, assertion.source_type)
-        return _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
+        result = _do_assert(actor, scope, assertion, vocab, now, subject=subject, standing=standing)
+    result.confidence_clamped = decisions.confidence_clamp(assertion, vocab.spec)
+    return result
 
 
 @contextmanager
@@ -145,10 +150,12 @@ def _open_slot(
     lock, and then, in a statement of its own whose snapshot follows the
     lock, the slot's facts that can matter.
 
-    Returns the scope, the subject, and the standing facts when the slot was
-    locked and read (else None: a subject merged into another, whose slot the
-    caller locks and reads). A steward who is not a member goes through
-    ``writable_scope`` (the subject is then None).
+    Returns the scope, the subject (held against merges), and the standing
+    facts when the slot was locked and read (else None: a subject merged
+    into another, whose slot the caller locks and reads; or an entity
+    object, which the caller holds before it locks the slot). A steward who
+    is not a member goes through ``writable_scope`` (the subject is then
+    None, and ``_do_assert`` holds it).
     """
     literal = assertion.object_kind == ObjectKind.LITERAL
     with hot_cursor() as cursor:
@@ -200,12 +207,15 @@ def _do_assert(
     name is that entity (memories/core/normalize.py): the answer lists it in
     ``look_alikes`` and the audit feed records it with the write.
     """
-    named = subject or get_or_create_entity(scope, assertion.subject)
+    # Every entity the fact names is held against merges before the slot's
+    # lock is taken (lookups.hold_entity): a merge racing this write then
+    # either moves the fact or is seen, and the fact names the survivor.
+    named = subject or hold_entity(scope, assertion.subject)
     subject = named.entity
     look_alikes = _look_alikes("subject", assertion.subject, named)
     object_ref = None
     if assertion.object_kind == ObjectKind.ENTITY:
-        named_object = get_or_create_entity(scope, assertion.object)
+        named_object = hold_entity(scope, assertion.object)
         object_ref = named_object.entity
         look_alikes += _look_alikes("object", assertion.object, named_object)
         object_key = str(object_ref.pk)
@@ -219,7 +229,10 @@ def _do_assert(
     t_valid = assertion.t_valid or now
     if assertion.t_invalid is not None and assertion.t_invalid <= t_valid:
         raise Rejected("t_invalid", "must be after t_valid")
-    incoming = decisions.incoming_from(assertion, object_key, t_valid=t_valid)
+    # A steward's write is not held up by a candidate (decisions, rule 3).
+    incoming = decisions.incoming_from(
+        assertion, object_key, t_valid=t_valid, by_steward=is_steward_of(actor, scope)
+    )
     decision = decisions.decide(
         incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
     )
@@ -316,7 +329,12 @@ def do_move_fact(
         for other in _standing_facts(fact.author, fact.scope, into, assertion, object_key, vocab)
         if other.id not in siblings and other.id != fact.pk
     ]
-    incoming = decisions.incoming_from(assertion, object_key, t_valid=fact.t_valid)
+    incoming = decisions.incoming_from(
+        assertion,
+        object_key,
+        t_valid=fact.t_valid,
+        by_steward=is_steward_of(fact.author, fact.scope),
+    )
     decision = decisions.decide(
         incoming, standing, vocab.spec, now=now, trusted_rank=settings.CLAIMGRAPH_TRUSTED_RANK
     )
@@ -511,6 +529,7 @@ def _standing_fact(vocab: LoadedVocabulary, row: Mapping[str, Any]) -> StandingF
         t_valid=_timestamp(row["t_valid"]),
         t_invalid=_timestamp(row["t_invalid"]),
         evidence=tuple(Evidence(**item) for item in evidence),
+        candidate=row["candidate"],
     )
 
 

@@ -30,7 +30,8 @@ from memories.core.effects import (
 )
 from memories.store.apply import ConflictState, FactState, SetApplier, Slots
 from memories.store.lookups import hot_cursor
-from memories.store.models import Conflict, ConflictMember, Fact
+from memories.store.models import AdmittedFact, Conflict, ConflictMember, Fact
+from memories.store.roles import stewards_scope_id
 from memories.store.touched import recompute_on_commit
 from memories.store.vocabulary import LoadedVocabulary
 
@@ -195,7 +196,11 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
     columns = (
         "f.id, f.scope_id, f.subject_id, f.predicate_id, f.object_kind, f.object_key,"
         " f.epistemic, f.source_type_id, f.confidence, f.t_valid, f.t_invalid,"
-        " f.evidence::text, f.bucket, f.author_id, f.last_reinforced_at, f.recorded_at"
+        " f.evidence::text, f.bucket, f.author_id, f.last_reinforced_at, f.recorded_at,"
+        # As claimgraph_slot_facts answers it (memories/sql/slots.sql).
+        " f.bucket = 'system' AND NOT EXISTS (SELECT 1 FROM"
+        f" {AdmittedFact._meta.db_table} a WHERE a.scope_id = f.scope_id AND a.fact_id = f.id)"
+        " AS candidate"
     )
     value_rows, slot_rows = sorted(values), sorted(every_value)
     with hot_cursor() as cursor:
@@ -253,6 +258,7 @@ def load_slots(lines: list[Line], vocab: LoadedVocabulary) -> Slots:
                     bucket=row[12],
                     author_id=row[13],
                     last_reinforced_at=row[14],
+                    candidate=row[16],
                 )
             )
     return slots
@@ -324,6 +330,7 @@ class BatchDecider:
         self.trusted_rank = settings.CLAIMGRAPH_TRUSTED_RANK
         self._random = b""
         self._taken = 0
+        self._stewards: dict[int, bool] = {}
 
     def _new_id(self) -> UUID:
         """A random (version 4) UUID, as ``uuid4()`` makes, from one read of the OS's
@@ -355,7 +362,15 @@ class BatchDecider:
             self.rejected_late = True
             return rejected(line.number, "t_invalid", "must be after t_valid")
         standing = standing_for(self.slots, line, self.vocab, self.actor)
-        incoming = decisions.incoming_from(a, line.object_key, t_valid=t_valid)
+        # A steward's line is not held up by a candidate (decisions, rule 3).
+        by_steward = self._stewards.get(line.scope_id)
+        if by_steward is None:
+            by_steward = self._stewards[line.scope_id] = stewards_scope_id(
+                self.actor, line.scope_id
+            )
+        incoming = decisions.incoming_from(
+            a, line.object_key, t_valid=t_valid, by_steward=by_steward
+        )
         decision = decisions.decide(
             incoming, standing, self.vocab.spec, now=now, trusted_rank=self.trusted_rank
         )

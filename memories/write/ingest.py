@@ -104,6 +104,19 @@ REFUSALS = (DatabaseError, psycopg.Error, UnicodeEncodeError)
 @dataclass
 class ImportReport:
     outcomes: list[LineOutcome] = field(default_factory=list)
+    # Each checked line whose stated confidence its source type's ceiling
+    # capped, by line number (issue 31 §3: the answer says when it applied).
+    clamps: dict[int, decisions.ConfidenceClamp] = field(default_factory=dict)
+
+    @property
+    def clamped(self) -> list[tuple[int, decisions.ConfidenceClamp]]:
+        """The written lines whose confidence was capped, in file order."""
+        rejected_lines = {outcome.line for outcome in self.rejected}
+        return [
+            (number, clamp)
+            for number, clamp in sorted(self.clamps.items())
+            if number not in rejected_lines
+        ]
 
     @property
     def counts(self) -> Counter:
@@ -173,7 +186,9 @@ def import_lines(
     try:
         for batch in _batches(lines, batch_size):
             with _collector_paused():
-                report.outcomes += _import_batch(batch, actor=actor, episode=episode, clock=clock)
+                report.outcomes += _import_batch(
+                    batch, actor=actor, episode=episode, clock=clock, clamps=report.clamps
+                )
             if on_progress:
                 on_progress(len(batch))
     except ImportStopped as stop:
@@ -237,9 +252,14 @@ class _Clock:
 
 
 def _import_batch(
-    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]],
+    *,
+    actor,
+    episode: str | None,
+    clock: _Clock,
+    clamps: dict[int, decisions.ConfidenceClamp],
 ) -> list[LineOutcome]:
-    outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+    outcomes, lines = _check_lines(batch, actor=actor, episode=episode, clock=clock, clamps=clamps)
     try:
         with transaction.atomic():
             created = _resolve_entities(lines)
@@ -264,9 +284,18 @@ def _import_batch(
 
 
 def _check_lines(
-    batch: list[tuple[int, str | bytes]], *, actor, episode: str | None, clock: _Clock
+    batch: list[tuple[int, str | bytes]],
+    *,
+    actor,
+    episode: str | None,
+    clock: _Clock,
+    clamps: dict[int, decisions.ConfidenceClamp],
 ) -> tuple[dict[int, LineOutcome], list[Line]]:
-    """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines."""
+    """Each line parsed and checked: the rejected ones' outcomes, and the rest as Lines.
+
+    Adds to ``clamps`` each checked line whose stated confidence is above
+    its source type's ceiling.
+    """
     stamps = clock.take(clock.batch_start(), len(batch))
     outcomes: dict[int, LineOutcome] = {}
     raws: list[tuple[int, dict[str, Any], datetime]] = []
@@ -284,6 +313,9 @@ def _check_lines(
         except Rejected as refused:
             outcomes[number] = rejected(number, refused.field, refused.message)
             continue
+        clamp = decisions.confidence_clamp(line.assertion, vocab.spec)
+        if clamp is not None:
+            clamps[number] = clamp
         lines.append(line)
     return outcomes, lines
 
@@ -447,6 +479,7 @@ def _decide_locked(
         {"predicate": line.assertion.predicate, "source_type": line.assertion.source_type}
         for line in lines
     )
+    _hold_entities(lines)
     lock_slots(
         (line.scope_id, line.subject_id, vocab.spec.slot_name(line.assertion.predicate))
         for line in lines
@@ -459,6 +492,60 @@ def _decide_locked(
         for line, stamp in zip(lines, clock.take(start, len(lines)), strict=False):
             line.now = stamp
     return do_decide_and_write(lines, actor=actor, vocab=vocab)
+
+
+def _hold_entities(lines: list[Line]) -> None:
+    """Hold every entity the lines name against merges, before any slot lock (as a write does).
+
+    The set-wise twin of ``claimgraph_entity_held`` (memories/sql/slots.sql):
+    each entity's own lock taken shared, in id order, in the transaction that
+    writes the lines (a worker's too, which did not resolve them), then the
+    merges looked up again. A merge committed since the lines were resolved
+    moves them onto its survivor here; one still under way has taken the
+    lock exclusively, so this waits for it. Without this, a line could be
+    written naming an entity a merge had just moved everything away from.
+    """
+    by_scope: dict[int, set[int]] = {}
+    for line in lines:
+        ids = by_scope.setdefault(line.scope_id, set())
+        ids.add(line.subject_id)
+        if line.object_ref_id is not None:
+            ids.add(line.object_ref_id)
+    survivor: dict[tuple[int, int], int] = {}
+    with hot_cursor() as cursor:
+        for scope_id, ids in sorted(by_scope.items()):
+            wanted = sorted(ids)
+            cursor.execute(_HOLD_ENTITIES, [scope_id, wanted])
+            cursor.execute(_MERGED_INTO, [scope_id, wanted])
+            survivor.update(
+                ((scope_id, entity), into) for entity, into in cursor.fetchall() if into is not None
+            )
+    if not survivor:
+        return
+    names = dict(Entity.objects.filter(pk__in=set(survivor.values())).values_list("pk", "name"))
+    for line in lines:
+        line.subject_id = survivor.get((line.scope_id, line.subject_id), line.subject_id)
+        if line.object_ref_id is not None:
+            line.object_ref_id = survivor.get(
+                (line.scope_id, line.object_ref_id), line.object_ref_id
+            )
+            line.object_key = str(line.object_ref_id)
+        # A look-alike name now names the survivor, as the write path would say.
+        line.look_alikes = tuple(
+            alike._replace(entity_id=into, entity_name=names[into])
+            if (into := survivor.get((line.scope_id, alike.entity_id))) is not None
+            else alike
+            for alike in line.look_alikes
+        )
+
+
+# The shared side of the lock a merge takes on the entity it merges away
+# (memories.store.slots.lock_entity_against_writes); PostgreSQL evaluates the
+# volatile function after the ORDER BY, so every importer takes them in id order.
+_HOLD_ENTITIES = """
+SELECT pg_advisory_xact_lock_shared(claimgraph_slot_lock_id(%s, e.id, ''))
+  FROM unnest(%b::bigint[]) AS e(id) ORDER BY e.id
+"""
 
 
 # --- in parallel ---------------------------------------------------------------------
@@ -502,6 +589,7 @@ def _import_in_parallel(
         processes.append(process)
 
     outcomes: dict[int, LineOutcome] = {}
+    clamps: dict[int, decisions.ConfidenceClamp] = {}
     created: list[int] = []
     # What each worker holds: the lines of its share and their text, kept
     # here for the rare share PostgreSQL refuses as a whole.
@@ -553,7 +641,9 @@ def _import_in_parallel(
     try:
         for batch in _batches(lines, batch_size * workers):
             with _collector_paused():
-                checked, parsed = _check_lines(batch, actor=actor, episode=episode, clock=clock)
+                checked, parsed = _check_lines(
+                    batch, actor=actor, episode=episode, clock=clock, clamps=clamps
+                )
                 outcomes.update(checked)
                 if on_progress and checked:
                     on_progress(len(checked))
@@ -602,7 +692,7 @@ def _import_in_parallel(
                 process.terminate()
     if stale_entities or stopped:
         _drop_unused_entities(created)
-    report = ImportReport()
+    report = ImportReport(clamps=clamps)
     report.outcomes = [outcomes[number] for number in sorted(outcomes)]
     if stopped is not None:
         stopped.report = report

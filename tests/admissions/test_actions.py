@@ -35,7 +35,7 @@ def minutes(n: float):
 def admit(steward, fact, when=0, verdict="admitted"):
     return record_verdict(
         actor=steward, fact_id=fact.pk, verdict=verdict, ground="checked", now=minutes(when)
-    )
+    ).record
 
 
 def challenge(actor, fact, when, evidence=("ticket-1",)):
@@ -193,11 +193,21 @@ def test_with_eight_admitted_facts_one_accounts_third_evidenced_challenge_is_que
 
 
 def test_two_challenges_by_one_account_on_one_fact_count_once(steward, member, author, scope):
+    # The action refuses a second open challenge on one fact (issue 30 item 7), so the
+    # repeat is written past it, as a record from before that rule or a restore would be.
     facts = [write_fact(author, f"lib-{n}") for n in range(8)]  # cap 2
     for fact in facts:
         admit(steward, fact)
     challenge(member, facts[0], 1)
-    challenge(member, facts[0], 2)
+    Record.objects.create(
+        scope=scope,
+        fact=facts[0],
+        role=Role.CHALLENGE,
+        ground="again",
+        evidence=[{"ref": "ticket-2"}],
+        author=member,
+        inserted_at=minutes(2),
+    )
     challenge(member, facts[1], 3)
     assert [status(fact) for fact in facts[:2]] == ["suspended", "suspended"]
     assert_paths_agree(scope)

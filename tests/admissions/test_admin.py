@@ -17,7 +17,9 @@ def admin_client(client):
 
 @pytest.fixture
 def records(steward, member, system_fact):
-    verdict = record_verdict(actor=steward, fact_id=system_fact.pk, verdict="admitted", ground="ok")
+    verdict = record_verdict(
+        actor=steward, fact_id=system_fact.pk, verdict="admitted", ground="ok"
+    ).record
     challenge = file_challenge(
         actor=member, fact_id=system_fact.pk, ground="outdated since March", evidence=["t-7"]
     )

@@ -10,7 +10,7 @@ import pytest
 from admissions.actions import file_challenge, record_verdict
 from admissions.models import FactVerdict, OpenChallenge, ScopeTally
 from admissions.selectors import fact_status, fold_as_known_at, scope_statuses
-from memories.store.models import Fact
+from memories.store.models import AuditEntry, Conflict, Fact
 from tests.admissions.conftest import write_fact
 from tests.racing import race
 
@@ -97,4 +97,31 @@ def test_challenges_and_verdicts_on_the_same_facts_at_once_leave_the_rank_right(
             entry.fact_admitted
             == FactVerdict.objects.filter(fact=entry.fact_id, verdict="admitted").exists()
         )
+    assert_derived_state_matches_the_fold(scope)
+
+
+def test_two_stewards_rejecting_both_sides_of_a_conflict_at_once_close_it_once(
+    steward, scope_steward, author, scope
+):
+    kept = write_fact(author, "2.0.0", predicate="core/has-version", confidence=0.95)
+    flagged = write_fact(author, "3.0.0", predicate="core/has-version", source_type="agent-note")
+    conflict = Conflict.objects.get(members__fact=flagged)
+    # Meanwhile writers keep asserting on the same slot: no lock cycle with the verdicts.
+    race(
+        lambda job: job(),
+        [
+            lambda: record_verdict(
+                actor=steward, fact_id=flagged.pk, verdict="rejected", ground="code says 2.0"
+            ),
+            lambda: record_verdict(
+                actor=scope_steward, fact_id=kept.pk, verdict="rejected", ground="stale"
+            ),
+            lambda: write_fact(author, "2.0.0", predicate="core/has-version"),
+        ],
+    )
+    conflict.refresh_from_db()
+    assert conflict.resolution == "moot"
+    assert (
+        AuditEntry.objects.filter(action="closed-conflict", target_id=str(conflict.pk)).count() == 1
+    )
     assert_derived_state_matches_the_fold(scope)

@@ -84,7 +84,8 @@ def test_values_linked_by_an_open_conflict_or_a_ruling_parallel_or_decayed_are_n
     assert doctor()[0] == 0
     # Under policy parallel, or once decayed, values do not compete.
     Fact.objects.filter(pk=backdated.pk).update(decayed_at=now)
-    Conflict.objects.update(resolution="moot")  # no ruling any more
+    # No ruling any more: closed by itself (a moot closing a steward made is a ruling).
+    Conflict.objects.update(resolution="moot", resolved_by=None)
     assert doctor()[0] == 0
     Fact.objects.filter(pk=backdated.pk).update(decayed_at=None)
     assert doctor()[0] == 1
@@ -137,6 +138,34 @@ def test_derived_admission_state_that_disagrees_with_the_records(author, steward
     assert "has it closed, the records open (evidenced, fact admitted)" in what[str(challenge.pk)]
     assert "count of admitted facts is 5, the records admit 2" in what[str(scope.pk)]
     assert "admissions_rebuild_state()" in violations[0]["todo"]
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT admissions_rebuild_state()")
+    assert doctor()[0] == 0
+
+
+def test_the_write_paths_admitted_facts_that_disagree_with_the_records(author, steward):
+    admitted = write_fact(author)
+    record_verdict(actor=steward, fact_id=admitted.pk, verdict="admitted", ground="checked")
+    candidate = write_fact(author, "memcached")
+    assert doctor()[0] == 0
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_admittedfact WHERE fact_id = %s", [admitted.pk])
+        cursor.execute(
+            "INSERT INTO memories_admittedfact (fact_id, scope_id) VALUES (%s, %s)",
+            [candidate.pk, candidate.scope_id],
+        )
+    assert doctor()[0] == 1
+    what = {v["ids"][0]: v["what"] for v in reported("admission-state")}
+    assert set(what) == {str(admitted.pk), str(candidate.pk)}
+    assert (
+        "taking it as a candidate (memories_admittedfact), though the records admit it"
+        in (what[str(admitted.pk)])
+    )
+    assert (
+        "taking it as admitted (memories_admittedfact), though the records do not admit it"
+        in (what[str(candidate.pk)])
+    )
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT admissions_rebuild_state()")

@@ -51,10 +51,13 @@ def operate(operation: str, actor, fact_id, challenge_id):
 
 
 @pytest.fixture
-def target(author, member):
-    """An admitted system fact by ``author`` with one open challenge by ``member``."""
+def target(author, scope):
+    """A system fact by ``author`` with one open challenge, by a member none of the callers
+    is: a caller's own open challenge would refuse its second (issue 30 item 7)."""
     fact = write_fact(author)
-    challenge = file_challenge(actor=member, fact_id=fact.pk, ground="wrong", evidence=["t-1"])
+    other = make_user("olga")
+    scope.members.add(other)
+    challenge = file_challenge(actor=other, fact_id=fact.pk, ground="wrong", evidence=["t-1"])
     return fact, challenge
 
 

@@ -42,7 +42,9 @@ def refused(sql: str) -> str:
 
 @pytest.fixture
 def admission(steward, system_fact) -> Record:
-    return record_verdict(actor=steward, fact_id=system_fact.pk, verdict="admitted", ground="ok")
+    return record_verdict(
+        actor=steward, fact_id=system_fact.pk, verdict="admitted", ground="ok"
+    ).record
 
 
 # --- append-only ----------------------------------------------------------------------

@@ -49,3 +49,21 @@ def fact_body(**fields: Any) -> dict[str, Any]:
         "source_type": "code",
         **fields,
     }
+
+
+# --- the live site, for the MCP tests over HTTP -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def site() -> str:
+    """The whole site (Django and /mcp/) under uvicorn, once per test module."""
+    # Imported here: the SDK's client and uvicorn are for the MCP modules only.
+    from tests.api.mcp_client import live_site
+
+    with live_site() as url:
+        yield url
+
+
+@pytest.fixture
+def mcp_url(site) -> str:
+    return f"{site}/mcp/"

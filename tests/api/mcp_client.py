@@ -58,20 +58,42 @@ def live_site(application: Any = None) -> Iterator[str]:
 Session = Callable[[ClientSession], Awaitable[Any]]
 
 
-async def _over_http(url: str, secret: str | None, work: Session) -> Any:
-    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+async def _over_http(
+    url: str,
+    secret: str | None,
+    work: Session,
+    *,
+    headers: dict[str, str] | None = None,
+    modern: bool = False,
+) -> Any:
+    sent = {"Authorization": f"Bearer {secret}"} if secret else {}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=PROCESS_DEADLINE) as http,
+        httpx2.AsyncClient(headers={**sent, **(headers or {})}, timeout=PROCESS_DEADLINE) as http,
         streamable_http_client(url, http_client=http) as streams,
         ClientSession(streams[0], streams[1]) as session,
     ):
-        await session.initialize()
+        if modern:
+            await session.discover()
+        else:
+            await session.initialize()
         return await work(session)
 
 
-def over_http(url: str, secret: str | None, work: Session) -> Any:
-    """Run ``work`` in one MCP session with the SDK's Streamable HTTP client."""
-    return asyncio.run(_over_http(url, secret, work))
+def over_http(
+    url: str,
+    secret: str | None,
+    work: Session,
+    *,
+    headers: dict[str, str] | None = None,
+    modern: bool = False,
+) -> Any:
+    """Run ``work`` in one MCP session with the SDK's Streamable HTTP client.
+
+    ``headers`` go on every request the client sends; ``modern`` speaks the
+    2026-07-28 revision (``server/discover``, then a self-contained POST per
+    call) instead of the ``initialize`` handshake.
+    """
+    return asyncio.run(_over_http(url, secret, work, headers=headers, modern=modern))
 
 
 def call_http(url: str, secret: str, tool: str, arguments: dict[str, Any]) -> CallToolResult:

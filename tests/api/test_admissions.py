@@ -166,7 +166,8 @@ def test_records_read_oldest_first_a_page_at_a_time(fact, member, steward, agent
     stewarding = agent_for(steward)
     admit(stewarding, fact.pk)
     agent_for(member).post(f"/facts/{fact.pk}/challenges", {"ground": "one"})
-    agent_for(member).post(f"/facts/{fact.pk}/challenges", {"ground": "two"})
+    # One open challenge per account and fact: the second is another account's.
+    stewarding.post(f"/facts/{fact.pk}/challenges", {"ground": "two"})
     first = agent_for(member).get(f"/facts/{fact.pk}/records", limit=2).json()
     second = agent_for(member).get(f"/facts/{fact.pk}/records", cursor=first["next"]).json()
     grounds = [r["ground"] for r in first["results"] + second["results"]]
@@ -177,3 +178,38 @@ def test_records_read_oldest_first_a_page_at_a_time(fact, member, steward, agent
 def test_another_scopes_records_are_404(fact, outsider, agent_for):
     response = agent_for(outsider).get(f"/facts/{fact.pk}/records")
     assert response.status_code == 404
+
+
+def test_rejecting_the_flagged_side_over_the_api_closes_its_conflict(author, steward, agent_for):
+    assert_fact(actor=author, data=fact_body(confidence=0.95))
+    flagged = assert_fact(
+        actor=author, data=fact_body(object="3.0.0", source_type="agent-note")
+    ).fact
+    agent = agent_for(steward)
+    (conflict,) = agent.get("/conflicts", scope="project").json()["results"]
+    assert conflict["status"] == "open"
+    response = agent.post(
+        f"/facts/{flagged.pk}/admissions", {"verdict": "rejected", "ground": "code says 2.0.0"}
+    )
+    assert response.status_code == 201
+    (closed,) = agent.get("/conflicts", scope="project", status="resolved").json()["results"]
+    assert (closed["id"], closed["resolution"], closed["resolved_by"]) == (
+        conflict["id"],
+        "moot",
+        "stella",
+    )
+    assert "code says 2.0.0" in closed["reason"]
+    assert agent.get("/conflicts", scope="project", status="open").json()["results"] == []
+
+
+def test_admitting_the_flagged_side_over_the_api_leaves_its_conflict_open(
+    author, steward, agent_for
+):
+    assert_fact(actor=author, data=fact_body(confidence=0.95))
+    flagged = assert_fact(
+        actor=author, data=fact_body(object="3.0.0", source_type="agent-note")
+    ).fact
+    agent = agent_for(steward)
+    assert admit(agent, flagged.pk).status_code == 201
+    (still,) = agent.get("/conflicts", scope="project", status="open").json()["results"]
+    assert still["status"] == "open"

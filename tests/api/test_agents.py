@@ -205,22 +205,32 @@ def store(member, steward):
     }
 
 
-def test_context_puts_commitments_first_then_truth_then_unknown_disputed(store, member, agent_for):
+def test_context_puts_commitments_first_then_truth_each_with_what_contests_it(
+    store, member, agent_for
+):
     body = agent_for(member).get("/context", scope="project").json()
     markdown = body["markdown"]
     commitments = markdown.index("## Commitments")
     truth = markdown.index("## Current truth")
-    disputed = markdown.index("## Unknown — disputed")
-    assert commitments < truth < disputed
+    assert commitments < truth
+    # Every open conflict here disputes a current value: none is unknown.
+    assert "## Unknown — disputed" not in markdown
     assert markdown.index('"GraphQL" (decision-record') < truth
+    # The flagged stance contests the commitment, under its line.
+    assert (
+        '  - contested by core/prefers "GraphQL" (session-log, 0.70, disputed; commitment;'
+        in markdown[commitments:truth]
+    )
     # Truth by effective confidence: 2.0.0 (0.95) before Postgres (0.8).
-    assert truth < markdown.index('"2.0.0"') < markdown.index('"Postgres"') < disputed
-    dispute_section = markdown[disputed:]
-    assert "AuthService core/has-version: unknown — disputed (outranked" in dispute_section
-    assert f'"3.0.0" (agent-note, 0.65, disputed) fact {store["outranked"].pk}' in dispute_section
-    assert f'"2.0.0" (code, 0.95, standing) fact {store["version"].pk}' in dispute_section
-    # The standing fact stays believed; its truth line says it is contested.
-    assert "0.95; contested, see below" in markdown[truth:disputed]
+    assert truth < markdown.index('"2.0.0"') < markdown.index('"Postgres"')
+    # The standing fact stays believed, listed once; 3.0.0 contests it.
+    assert f'"2.0.0" (code, 0.95; contested) fact {store["version"].pk}' in markdown
+    assert (
+        '  - contested by "3.0.0" (agent-note, 0.65, disputed; outranked; conflict '
+        in markdown[truth:]
+    )
+    for fact in store.values():
+        assert markdown.count(f"fact {fact.pk}\n") == 1
     assert body["shown"] == {"commitments": 1, "facts": 2, "conflicts": 2}
     assert body["omitted"] == {"commitments": 0, "facts": 0, "conflicts": 0}
     assert len(markdown) <= body["budget"] == 8_000

@@ -165,3 +165,138 @@ def test_an_episode_name_may_hold_slashes_and_line_breaks(agent, steward, agent_
     )
     assert response.status_code == 404
     assert response.json() == {"code": "not_found", "message": "episode not found"}
+
+
+# --- every error at once (issue 31 §2) ---------------------------------------------------
+
+
+def test_three_bad_fields_are_reported_at_once_and_nothing_is_written(agent):
+    before = counts()
+    response = agent.post(
+        "/facts",
+        fact_body(predicate="core/likes", source_type="rumour", confidence=1.5),
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid"
+    assert "field" not in body
+    assert [error["field"] for error in body["errors"]] == [
+        "predicate",
+        "source_type",
+        "confidence",
+    ]
+    assert [error["code"] for error in body["errors"]] == [
+        "unknown_name",
+        "unknown_name",
+        "invalid",
+    ]
+    for error in body["errors"]:
+        assert error["message"].startswith(error["field"])
+    assert "predicate, source_type, confidence" in body["message"]
+    assert counts() == before
+
+
+def test_what_the_schema_and_the_vocabulary_refuse_is_reported_in_one_answer(agent):
+    # epistemic and bucket are closed sets the schema checks; the predicate
+    # only the vocabulary knows. One answer names all three.
+    before = counts()
+    response = agent.post(
+        "/facts",
+        fact_body(epistemic="hunch", bucket="team", predicate="core/likes", colour="red"),
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid"
+    fields = {error["field"]: error["code"] for error in body["errors"]}
+    assert fields == {
+        "epistemic": "invalid",
+        "bucket": "invalid",
+        "predicate": "unknown_name",
+        "colour": "unknown_field",
+    }
+    assert counts() == before
+
+
+def test_a_missing_required_field_is_coded_required_among_the_others(agent):
+    sent = fact_body(confidence=-3)
+    del sent["subject"]
+    response = agent.post("/facts", sent)
+    assert response.status_code == 400
+    codes = {error["field"]: error["code"] for error in response.json()["errors"]}
+    assert codes == {"subject": "required", "confidence": "invalid"}
+
+
+def test_one_bad_field_keeps_the_single_error_shape(agent):
+    response = agent.post("/facts", fact_body(predicate="core/likes"))
+    assert response.status_code == 400
+    body = response.json()
+    assert body["field"] == "predicate"
+    assert "errors" not in body
+    assert set(body) == {"code", "message", "field"}
+
+
+def test_several_bad_query_parameters_are_reported_at_once(agent):
+    response = agent.get("/truth", scope="project", limit="0", as_of="soon")
+    assert response.status_code == 400
+    assert {error["field"] for error in response.json()["errors"]} == {"limit", "as_of"}
+
+
+# --- confidence (issue 31 §3) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("confidence", [1.5, 1e9, -3, -0.01, 1.000001, 2])
+def test_a_confidence_outside_zero_to_one_is_refused_naming_the_field(agent, confidence):
+    before = counts()
+    response = agent.post("/facts", fact_body(object="9.9.9", confidence=confidence))
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert (body["code"], body["field"]) == ("invalid", "confidence")
+    assert "between 0 and 1" in body["message"]
+    assert counts() == before
+
+
+@pytest.mark.parametrize("spelled", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_confidence_that_is_not_a_finite_number_is_refused(agent, spelled):
+    before = counts()
+    raw = json.dumps(fact_body(object="9.9.9", confidence=0.5)).replace("0.5", spelled)
+    response = agent.post("/facts", raw=raw)
+    assert response.status_code == 400, response.content
+    assert response.json()["field"] == "confidence"
+    assert counts() == before
+
+
+@pytest.mark.parametrize("confidence", [0, 0.0, 1, 1.0])
+def test_the_ends_of_the_scale_are_accepted(agent, confidence):
+    response = agent.post("/facts", fact_body(subject=f"Edge{confidence!r}", confidence=confidence))
+    assert response.status_code == 201, response.content
+
+
+def test_an_answer_says_when_the_source_types_ceiling_capped_the_confidence(agent):
+    response = agent.post(
+        "/facts", fact_body(subject="Billing", source_type="agent-note", confidence=0.99)
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["confidence_clamped"] == {
+        "asked": 0.99,
+        "ceiling": 0.65,
+        "ceiling_of": "agent-note",
+    }
+    assert body["fact"]["confidence"] == 0.65
+
+
+def test_no_clamp_is_reported_below_the_ceiling_or_for_the_default(agent):
+    below = agent.post("/facts", fact_body(subject="Search", confidence=0.9))
+    assert below.json()["confidence_clamped"] is None
+    # No confidence stated: the default (0.8) capped at 0.65 is nothing the caller asked.
+    default = agent.post("/facts", fact_body(subject="Search2", source_type="agent-note"))
+    assert default.json()["confidence_clamped"] is None
+    assert default.json()["fact"]["confidence"] == 0.65
+
+
+def test_a_reinforcement_above_the_ceiling_reports_the_clamp_too(agent):
+    # The standing fact (code, 2.0.0) is reinforced by an agent-note at 0.9.
+    response = agent.post("/facts", fact_body(source_type="agent-note", confidence=0.9))
+    assert response.status_code == 200
+    assert response.json()["status"] == "reinforced"
+    assert response.json()["confidence_clamped"]["ceiling_of"] == "agent-note"

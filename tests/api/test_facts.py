@@ -253,11 +253,17 @@ def test_an_outcome_naming_an_invisible_fact_is_404_and_records_nothing(
         ({"fact_ids": []}, "fact_ids"),
         ({"fact_ids": ["x"]}, "fact_ids.0"),
         ({"fact_ids": None}, "fact_ids"),
-        ({"fact_ids": [], "outcome": "rejected"}, "fact_ids"),
     ],
 )
 def test_a_malformed_outcome_is_refused(member, agent_for, body, field):
     response = agent_for(member).post("/outcomes", body)
     assert response.status_code == 400
     assert response.json()["field"] == field
+    assert Outcome.objects.count() == 0
+
+
+def test_an_outcome_with_two_bad_fields_names_both(member, agent_for):
+    response = agent_for(member).post("/outcomes", {"fact_ids": [], "outcome": "rejected"})
+    assert response.status_code == 400
+    assert [error["field"] for error in response.json()["errors"]] == ["fact_ids", "outcome"]
     assert Outcome.objects.count() == 0

@@ -7,7 +7,7 @@ equal, and at most the constant named beside each list.
 import psycopg
 import pytest
 
-from admissions.actions import file_challenge, record_verdict
+from admissions.actions import file_challenge, record_verdict, refute_challenge
 from memories.store.vocabulary import load_vocabulary
 from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
@@ -110,7 +110,11 @@ def test_records_make_the_same_queries_for_5_and_50_records(member, steward, rea
     record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="ok")
     for i in range(ROWS):
         challenger = member if i % 2 else steward
-        file_challenge(actor=challenger, fact_id=fact.pk, ground=f"doubt {i}", evidence=None)
+        filed = file_challenge(
+            actor=challenger, fact_id=fact.pk, ground=f"doubt {i}", evidence=None
+        )
+        # Answered before the next: one open challenge per account and fact.
+        refute_challenge(actor=steward, challenge_id=filed.pk, ground=f"answered {i}")
     path = f"/facts/{fact.pk}/records"
     role, agent = reader
     small, small_body = queries(agent, path, limit=SMALL)

@@ -63,3 +63,116 @@ def test_the_api_keeps_to_its_openapi_document(case, bearer):
     # state (an unknown predicate, t_invalid before t_valid, a reason of
     # spaces); SPEC §10 wants exactly that 400.
     case.call_and_validate(headers=bearer, excluded_checks=[positive_data_acceptance])
+
+
+# --- every field described, every closed set enumerated (issue 31 §2) -----------------
+
+# Fields whose values are a closed set fixed in code: each must carry its enum.
+CLOSED_SETS = frozenset(
+    {
+        "epistemic",
+        "default_epistemic",
+        "bucket",
+        "buckets",
+        "object_kind",
+        "object_kinds",
+        "status",
+        "outcome",
+        "verdict",
+        "role",
+        "kind",
+        "how",
+        "resolution",
+        "action",
+        "cardinality",
+        "policy",
+    }
+)
+# Where one of those names is free text: an audit entry's action is whatever
+# the code that wrote it named it, not a set a client chooses from.
+NOT_CLOSED = frozenset({("ChangeOut", "action")})
+# Admin-edited at run time: never an enum (it would go stale), always pointing
+# to discovery.
+VOCABULARY_FIELDS = frozenset({"predicate", "source_type"})
+
+
+def _resolve(node: dict, definitions: dict) -> dict:
+    reference = node.get("$ref")
+    if reference:
+        return definitions.get(reference.rsplit("/", 1)[-1], {})
+    return node
+
+
+def _has_enum(node: dict, definitions: dict) -> bool:
+    node = _resolve(node, definitions)
+    if "enum" in node or "const" in node:
+        return True
+    if node.get("type") == "array" and isinstance(node.get("items"), dict):
+        return _has_enum(node["items"], definitions)
+    choices = [
+        _resolve(choice, definitions)
+        for choice in node.get("anyOf", node.get("oneOf", []))
+        if _resolve(choice, definitions).get("type") != "null"
+    ]
+    return bool(choices) and all(_has_enum(choice, definitions) for choice in choices)
+
+
+def schema_problems(document: dict, definitions: dict, where: str) -> list[str]:
+    """Every property without a description, and every closed-set field without an enum."""
+    problems: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+            return
+        if not isinstance(node, dict):
+            return
+        shape = node.get("title", "?")
+        for name, field in (node.get("properties") or {}).items():
+            at = f"{where}: {shape}.{name}"
+            if not field.get("description"):
+                problems.append(f"{at} has no description")
+            closed = name in CLOSED_SETS and (shape, name) not in NOT_CLOSED
+            if closed and not _has_enum(field, definitions):
+                problems.append(f"{at} is a closed set without an enum")
+            if name in VOCABULARY_FIELDS:
+                if _has_enum(field, definitions):
+                    problems.append(f"{at} is admin-edited and must not be an enum")
+                elif "vocabulary" not in field.get("description", ""):
+                    problems.append(f"{at} does not point to the vocabulary")
+        if node.get("in") in ("query", "path") and not node.get("description"):
+            problems.append(f"{where}: parameter {node.get('name')} has no description")
+        for value in node.values():
+            walk(value)
+
+    walk(document)
+    return problems
+
+
+@pytest.mark.django_db
+def test_every_openapi_property_is_described_and_every_closed_set_enumerated(client):
+    document = client.get("/api/v1/openapi.json").json()
+    definitions = document["components"]["schemas"]
+    assert schema_problems(document, definitions, "openapi") == []
+    # The flagged reason is a closed set too, though its name is shared with free text.
+    assert _has_enum(definitions["AssertOut"]["properties"]["reason"], definitions)
+    # The predicate's description no longer lists a hand-picked few.
+    predicate = definitions["FactIn"]["properties"]["predicate"]["description"]
+    assert "core/uses" not in predicate
+
+
+def test_every_mcp_tool_schema_is_described_and_every_closed_set_enumerated():
+    from api.mcp.server import OPERATIONS, build_server
+
+    server = build_server(lambda request: None)
+    tools = {tool.name: tool for tool in server._tool_manager.list_tools()}
+    assert set(tools) == {operation.name for operation in OPERATIONS}
+    problems = []
+    for name, tool in tools.items():
+        for kind, schema in (
+            ("input", tool.parameters),
+            ("output", tool.fn_metadata.output_schema),
+        ):
+            problems += schema_problems(schema, schema.get("$defs", {}), f"{name} {kind}")
+    assert problems == []

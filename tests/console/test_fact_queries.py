@@ -7,6 +7,7 @@ budget of 12.
 """
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -109,6 +110,13 @@ FILTERS = [
 ]
 
 
+def challenger(scope: Scope, n: int):
+    """The ``n``th challenger, a member of ``scope``."""
+    user, _ = User.objects.get_or_create(username=f"challenger-{n}")
+    scope.members.add(user)
+    return user
+
+
 def history(steward, member, author, subject: str, length: int):
     """A fact at the end of a chain of ``length`` versions, with ``length`` of each thing
     its page lists: challenges (evidenced or not), receipts and conflicts."""
@@ -118,7 +126,8 @@ def history(steward, member, author, subject: str, length: int):
         record_verdict(actor=steward, fact_id=fact.pk, verdict="admitted", ground="seen")
     for n in range(length):
         file_challenge(
-            actor=member if n % 2 else author,
+            # One open challenge per account and fact: an account of its own for each.
+            actor=challenger(fact.scope, n),
             fact_id=fact.pk,
             ground=f"wrong {n}",
             evidence=[f"ticket-{n}"] if n % 3 else None,
@@ -175,3 +184,38 @@ def test_a_merged_subject_page_reads_in_a_fixed_number_of_queries(as_steward, st
     store.grow(8)
     assert queries(as_steward, reverse("subject", args=[merged])) == few
     assert few <= BUDGET
+
+
+# Every predicate of the seeded vocabulary: one slot each (or one per exclusion group).
+PREDICATES = [
+    "core/uses",
+    "core/has-version",
+    "core/avoids",
+    "core/depends-on",
+    "core/deployed-via",
+    "core/owned-by",
+    "core/works-at",
+    "core/prefers",
+]
+
+
+def test_the_subject_page_reads_in_as_many_queries_for_many_slots_as_for_two(
+    as_steward, as_member, steward, member
+):
+    def slots(predicates, versions: int) -> None:
+        for predicate in predicates:
+            for n in range(versions):
+                day = at("2026-01-01T09:00").replace(day=1 + n)
+                write(steward, "atlas", predicate, f"{predicate}-{n}", "code", now=day)
+
+    slots(PREDICATES[:2], 2)
+    entity = find_entity(Scope.objects.get(name="project"), "atlas").pk
+    url = reverse("subject", args=[entity])
+    few = [queries(client, url) for client in (as_steward, as_member)]
+    assert len(as_steward.get(url).context["pictures"]) == 2
+    slots(PREDICATES[2:], 4)
+    pictures = as_steward.get(url).context["pictures"]
+    assert len(pictures) >= 6
+    assert sum(len(p.timeline.bars) for p in pictures) > 20
+    assert [queries(client, url) for client in (as_steward, as_member)] == few
+    assert max(few) <= BUDGET

@@ -304,7 +304,10 @@ def test_fact_page_lists_records_oldest_first_and_receipts(as_member, member, wo
     from memories.write.actions import record_outcome
 
     file_challenge(actor=member, fact_id=world.admitted.pk, ground="first", evidence=None)
-    file_challenge(actor=member, fact_id=world.admitted.pk, ground="second", evidence=None)
+    # One open challenge per account and fact: the second is another account's.
+    file_challenge(
+        actor=world.admitted.author, fact_id=world.admitted.pk, ground="second", evidence=None
+    )
     record_outcome(actor=member, fact_ids=[world.admitted.pk])
     page = as_member.get(reverse("fact", args=[world.admitted.pk])).content.decode()
     assert page.index("seen in code") < page.index("“first”") < page.index("“second”")

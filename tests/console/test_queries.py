@@ -1,6 +1,7 @@
 """Every list page issues the same number of SQL queries whatever its page size (no N+1)."""
 
 import pytest
+from django.contrib.auth.models import User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -117,7 +118,10 @@ def test_detail_pages_issue_as_many_queries_for_a_long_history_as_for_a_short_on
                 t_invalid=f"2025-01-{n + 2:02}T00:00:00+00:00",
             )
             write(member, "svc", "core/uses", f"lib-{n}", "code")
-            file_challenge(actor=member, fact_id=standing.pk, ground=f"no {n}", evidence=None)
+            # One open challenge per account and fact: an account of its own for each.
+            challenger, _ = User.objects.get_or_create(username=f"challenger-{n}")
+            standing.scope.members.add(challenger)
+            file_challenge(actor=challenger, fact_id=standing.pk, ground=f"no {n}", evidence=None)
 
     def measure():
         return (

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from console.timeline import Span, layout
+from console.timeline import Span, decay_chart, layout
 from tests.conftest import at
 
 NOW = at("2026-06-01T00:00")
@@ -86,3 +86,79 @@ def test_open_conflict_is_marked_when_it_opened_and_members_are_flagged():
     assert timeline.plot_left < timeline.conflict_x < timeline.now_x
     assert "in-conflict" in timeline.bars[0].classes and "disputed" in timeline.bars[0].classes
     assert "open conflict began 2026-05-01" in timeline.description
+
+
+def test_the_fact_a_page_is_about_is_marked_current_and_said_so_in_its_tooltip():
+    timeline = draw(
+        [span("a", "x", at("2026-01-01")), span("b", "y", at("2026-02-01"), current=True)]
+    )
+    first, second = timeline.bars
+    assert "current" not in first.classes.split() and "current" in second.classes.split()
+    assert second.title.endswith(", this fact") and second.value == "y"
+
+
+def test_compact_small_multiples_share_the_axis_they_are_given():
+    axis = (at("2025-01-01"), at("2026-05-01"))
+    early = draw([span("a", "x", at("2025-01-01"))], compact=True, axis=axis)
+    late = draw([span("b", "y", at("2026-04-01"))], compact=True, axis=axis)
+    assert early.compact and early.width < draw([span("a", "x", at("2025-01-01"))]).width
+    assert early.now_x == late.now_x
+    assert [t.x for t in early.ticks] == [t.x for t in late.ticks] and len(early.ticks) == 3
+    assert early.bars[0].x < late.bars[0].x
+
+
+def chart(now, **extra):
+    fields = {
+        "base": 0.7,
+        "last_reinforced_at": at("2026-01-01"),
+        "decays": True,
+        "half_life_days": 90,
+        "floor": 0.05,
+    }
+    return decay_chart(now=now, **{**fields, **extra})
+
+
+@pytest.mark.parametrize(
+    ("now", "value"),
+    [
+        (at("2026-01-01"), 0.7),
+        (at("2026-04-01"), 0.35),
+        (at("2026-06-30"), 0.175),
+        (at("2027-01-01"), 0.05),
+    ],
+)
+def test_the_decay_chart_reads_the_specs_acceptance_values_now(now, value):
+    drawn = chart(now)
+    assert drawn.now.at == now
+    assert drawn.now.value == pytest.approx(value)
+
+
+def test_the_decay_chart_falls_to_the_floor_and_stays_there():
+    drawn = chart(at("2027-06-01"))
+    values = [point.value for point in drawn.points + drawn.projection]
+    assert values == sorted(values, reverse=True)
+    assert values[-1] == pytest.approx(0.05)
+    assert drawn.floor_y == max(point.y for point in drawn.points)
+    assert drawn.halved_at == at("2026-04-01")
+
+
+def test_a_fact_that_does_not_decay_is_a_flat_line_without_a_half_life():
+    drawn = chart(at("2027-01-01"), base=0.9, decays=False)
+    assert {point.value for point in drawn.points + drawn.projection} == {0.9}
+    assert drawn.halved_at is None
+    assert "does not decay" in drawn.description
+
+
+def test_the_projection_runs_on_from_now_and_an_ended_fact_has_none():
+    drawn = chart(at("2026-03-01"))
+    assert drawn.projection[0] == drawn.now
+    assert drawn.projection[-1].at > at("2026-03-01")
+    assert drawn.projection[-1].x == drawn.plot_right
+    assert chart(at("2026-03-01"), projected=False).projection == ()
+    assert chart(at("2026-03-01"), projected=False).now.x == drawn.plot_right
+
+
+def test_a_reinforcement_after_now_draws_a_flat_chart_inside_the_plot():
+    drawn = chart(at("2025-12-01"))
+    assert {point.value for point in drawn.points} == {0.7}
+    assert all(drawn.plot_left <= p.x <= drawn.plot_right for p in drawn.points + drawn.projection)

@@ -340,4 +340,5 @@ def test_a_challenge_past_its_flood_cap_is_told_it_is_queued_with_no_effect(stew
         assert response.status_code == 302
         said.append([str(m) for m in get_messages(response.wsgi_request)][-1])
     assert "queued" not in said[0] and "queued" not in said[1]
-    assert "queued with no effect" in said[2] and "flood cap" in said[2]
+    assert "Queued with no effect" in said[2] and "flood cap" in said[2]
+    assert said[0].startswith(f"Challenge filed against {facts[0]}. Suspends the fact")

@@ -21,6 +21,7 @@ from memories.core.effects import (
     invalidation_effects,
     moot_effects,
     resolution_effects,
+    set_aside_effects,
     write_effects,
 )
 
@@ -165,6 +166,39 @@ def test_a_moot_conflict_closes_by_itself_with_the_one_rule(members, closes):
     close, note = changes
     assert close == CloseConflict(CONFLICT, NOW, "moot", MOOT_REASON)
     assert (note.action, note.rule, note.actor_id) == ("closed-conflict", MOOT_RULE, None)
+
+
+@pytest.mark.parametrize(
+    ("members", "closes"),
+    [
+        ([("incoming", False), ("existing", True)], True),
+        ([("incoming", True), ("existing", False)], True),
+        ([("incoming", True), ("existing", True), ("existing", False)], False),
+        ([("existing", True), ("existing", False), ("existing", True)], False),
+    ],
+)
+def test_a_conflict_a_person_left_without_two_sides_closes_as_their_act(members, closes):
+    changes = set_aside_effects(
+        CONFLICT,
+        1,
+        members,
+        now=NOW,
+        reason="x was rejected",
+        actor_id=5,
+        cause={"rejected": str(NEW)},
+    )
+    if not closes:
+        assert changes == ()
+        return
+    close, note = changes
+    assert close == CloseConflict(CONFLICT, NOW, "moot", "x was rejected", resolved_by=5)
+    assert (note.action, note.rule, note.actor_id, note.reason) == (
+        "closed-conflict",
+        "",
+        5,
+        "x was rejected",
+    )
+    assert note.after == {"status": "resolved", "resolution": "moot", "rejected": str(NEW)}
 
 
 def test_an_invalidation_records_its_end_in_utc_and_weighs_mootness():

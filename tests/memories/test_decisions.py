@@ -59,6 +59,7 @@ def incoming(
     t_valid=NOW,
     t_invalid=None,
     evidence=(),
+    by_steward=False,
 ) -> Incoming:
     spec = VOCABULARY.predicates[predicate]
     return Incoming(
@@ -72,6 +73,7 @@ def incoming(
         t_valid=t_valid,
         t_invalid=t_invalid,
         evidence=tuple(evidence),
+        by_steward=by_steward,
     )
 
 
@@ -86,6 +88,7 @@ def standing(
     t_valid=EARLIER,
     t_invalid=None,
     evidence=(),
+    candidate=False,
 ) -> StandingFact:
     return StandingFact(
         id=fact_id,
@@ -98,6 +101,7 @@ def standing(
         t_valid=t_valid,
         t_invalid=t_invalid,
         evidence=tuple(evidence),
+        candidate=candidate,
     )
 
 
@@ -263,6 +267,94 @@ BRANCHES = [
 
 @pytest.mark.parametrize(("facts", "new", "expected"), BRANCHES)
 def test_decision_branches(facts, new, expected):
+    decision = run(new, *facts)
+    status, reason, candidates, superseded = expected
+    assert (decision.status, decision.reason) == (status, reason)
+    assert decision.candidates == candidates
+    assert decision.supersedes == superseded
+
+
+# Issue 29 item 8: an unadmitted candidate never blocks a steward's write. A
+# steward's write weighs only admitted facts under the commitment rule; the
+# candidate then meets the rules after it as an ordinary fact of its source.
+# Everyone else's write weighs candidates as before (acceptance example 1).
+CANDIDATE_COMMITMENT = standing(
+    "adr",
+    "core/decided-against",
+    "GraphQL",
+    source="decision-record",
+    epistemic="commitment",
+    candidate=True,
+)
+ADMITTED_COMMITMENT = standing(
+    "adr", "core/decided-against", "GraphQL", source="decision-record", epistemic="commitment"
+)
+STEWARD_BRANCHES = [
+    pytest.param(
+        [CANDIDATE_COMMITMENT],
+        incoming("core/prefers", "GraphQL", source="code", by_steward=True),
+        ("superseded", None, (), ("adr",)),
+        id="stewards-write-supersedes-a-candidate-commitment-in-an-exclusion-group",
+    ),
+    pytest.param(
+        [standing("v2", value="2.0.0", epistemic="commitment", candidate=True)],
+        incoming(value="3.0.0", source="code", by_steward=True),
+        ("superseded", None, (), ("v2",)),
+        id="stewards-write-supersedes-a-candidate-commitment-on-a-one-predicate",
+    ),
+    pytest.param(
+        [standing("v2", value="2.0.0", source="agent-note", candidate=True)],
+        incoming(value="3.0.0", source="code", epistemic="commitment", by_steward=True),
+        ("superseded", None, (), ("v2",)),
+        id="stewards-commitment-supersedes-a-candidate-observation",
+    ),
+    pytest.param(
+        [ADMITTED_COMMITMENT],
+        incoming("core/prefers", "GraphQL", source="code", by_steward=True),
+        ("flagged", "commitment", ("adr",), ()),
+        id="an-admitted-commitment-still-flags-a-stewards-write",
+    ),
+    pytest.param(
+        [standing("v2", value="2.0.0", source="agent-note")],
+        incoming(value="3.0.0", source="code", epistemic="commitment", by_steward=True),
+        ("flagged", "commitment", ("v2",), ()),
+        id="a-stewards-commitment-still-flags-against-an-admitted-fact",
+    ),
+    pytest.param(
+        [CANDIDATE_COMMITMENT, standing("pref", "core/avoids", "GraphQL")],
+        incoming("core/prefers", "GraphQL", source="code", by_steward=True),
+        ("superseded", None, (), ("adr", "pref")),
+        id="candidate-commitment-beside-an-admitted-preference-supersedes-both",
+    ),
+    pytest.param(
+        [CANDIDATE_COMMITMENT],
+        incoming("core/prefers", "GraphQL", source="session-log"),
+        ("flagged", "commitment", ("adr",), ()),
+        id="a-members-write-is-still-held-by-a-candidate-commitment",
+    ),
+    pytest.param(
+        [standing("v2", value="2.0.0", epistemic="commitment", t_valid=NOW, candidate=True)],
+        incoming(value="3.0.0", source="code", t_valid=EARLIER, by_steward=True),
+        ("flagged", "backdated", ("v2",), ()),
+        id="stewards-write-meets-a-candidate-by-the-later-rules-backdated",
+    ),
+    pytest.param(
+        [standing("v2", value="2.0.0", source="decision-record", candidate=True)],
+        incoming(value="3.0.0", source="agent-note", by_steward=True),
+        ("flagged", "outranked", ("v2",), ()),
+        id="stewards-write-meets-a-candidate-by-the-later-rules-outranked",
+    ),
+    pytest.param(
+        [standing("o", "core/owned-by", "team-a", epistemic="commitment", candidate=True)],
+        incoming("core/owned-by", "team-b", by_steward=True),
+        ("flagged", "contradiction", ("o",), ()),
+        id="stewards-write-meets-a-candidate-by-the-later-rules-review",
+    ),
+]
+
+
+@pytest.mark.parametrize(("facts", "new", "expected"), STEWARD_BRANCHES)
+def test_a_candidate_never_holds_up_a_stewards_write(facts, new, expected):
     decision = run(new, *facts)
     status, reason, candidates, superseded = expected
     assert (decision.status, decision.reason) == (status, reason)

@@ -56,15 +56,27 @@ def test_an_empty_store_says_nothing_is_believed():
 
 
 def test_the_sections_and_their_lines():
-    standing = line("b", 0.95, object="2.0.0", recorded_at=at("2026-01-01"), contested=True)
+    standing = line("b", 0.95, object="2.0.0", recorded_at=at("2026-01-01"))
     incoming = line(
         "c", 0.65, object="3.0.0", source_type="agent-note", recorded_at=at("2026-02-01")
     )
+    crawled = [
+        line("x", 0.6, object="1.0", subject="billing", recorded_at=at("2026-03-02")),
+        line("w", 0.6, object="1.1", subject="billing", recorded_at=at("2026-03-01")),
+    ]
     result = digest(
         commitments=[line("a", 0.8, object="GraphQL", predicate="core/decided-against")],
         truth=[standing],
         disputes=[
-            dispute("k", "2026-02-01", Candidate(incoming, True), Candidate(standing, False))
+            dispute("k", "2026-02-01", Candidate(incoming, True), Candidate(standing, False)),
+            Dispute(
+                conflict_id="m",
+                kind="contradiction",
+                opened_at=at("2026-03-03"),
+                subject="billing",
+                predicate="core/has-version",
+                candidates=tuple(Candidate(fact, True) for fact in crawled),
+            ),
         ],
     )
     assert result.markdown.split("\n")[3:] == [
@@ -72,16 +84,78 @@ def test_the_sections_and_their_lines():
         '- svc core/decided-against "GraphQL" (code, 0.80) fact a',
         "",
         "## Current truth",
-        '- svc core/uses "2.0.0" (code, 0.95; contested, see below) fact b',
+        # The standing value is current, listed once; what contests it, under it.
+        '- svc core/uses "2.0.0" (code, 0.95; contested) fact b',
+        '  - contested by "3.0.0" (agent-note, 0.65, disputed; outranked; conflict k) fact c',
         "",
+        # Only a conflict in which nothing is current is unknown.
         "## Unknown — disputed",
-        "- svc core/has-version: unknown — disputed (outranked; conflict k)",
-        # Candidates by recorded time, not by role or confidence.
-        '  - core/uses "2.0.0" (code, 0.95, standing) fact b',
-        '  - core/uses "3.0.0" (agent-note, 0.65, disputed) fact c',
+        "- billing core/has-version: unknown — disputed (contradiction; conflict m)",
+        # Members by recorded time, not by role or confidence.
+        '  - core/uses "1.1" (code, 0.60, disputed) fact w',
+        '  - core/uses "1.0" (code, 0.60, disputed) fact x',
         "",
     ]
-    assert result.shown == Counts(commitments=1, facts=1, conflicts=1)
+    assert result.shown == Counts(commitments=1, facts=1, conflicts=2)
+
+
+def test_no_value_is_listed_in_two_sections_or_twice():
+    # Issue 31: 2.0.0 stood, an agent-note said 9.9.9, and the digest listed
+    # 2.0.0 under "Current truth" and again as "unknown — disputed".
+    standing = line("b", 0.95, object="2.0.0", predicate="core/has-version")
+    first = line("c", 0.65, object="9.9.9", predicate="core/has-version", source_type="agent-note")
+    second = line("d", 0.65, object="8.8.8", predicate="core/has-version", source_type="agent-note")
+    result = digest(
+        truth=[standing],
+        disputes=[
+            dispute("k1", "2026-02-01", Candidate(first, True), Candidate(standing, False)),
+            dispute("k2", "2026-02-02", Candidate(second, True), Candidate(standing, False)),
+            dispute("k3", "2026-02-03", Candidate(second, True), Candidate(first, False)),
+        ],
+    )
+    markdown = result.markdown
+    assert "Unknown — disputed" not in markdown
+    for fact_id in "bcd":
+        assert markdown.count(f"fact {fact_id}\n") == 1, fact_id
+    assert '  - contested by "8.8.8" (agent-note, 0.65, disputed; outranked; conflicts k2, k3)' in (
+        markdown
+    )
+    assert result.shown == Counts(facts=1, conflicts=3)
+
+
+def test_a_standing_member_not_served_is_no_current_value():
+    # Awaiting a verdict, the standing fact is not current: nothing in the
+    # conflict is, so it is unknown, both members side by side.
+    standing = line("b", 0.95, object="2.0.0", recorded_at=at("2026-01-01"))
+    incoming = line("c", 0.65, object="3.0.0", recorded_at=at("2026-02-01"))
+    markdown = digest(
+        disputes=[dispute("k", "2026-02-01", Candidate(incoming, True), Candidate(standing, False))]
+    ).markdown
+    assert markdown.split("\n")[3:] == [
+        "## Unknown — disputed",
+        "- svc core/has-version: unknown — disputed (outranked; conflict k)",
+        '  - core/uses "2.0.0" (code, 0.95, not served) fact b',
+        '  - core/uses "3.0.0" (code, 0.65, disputed) fact c',
+        "",
+    ]
+
+
+def test_a_contested_commitment_keeps_its_place_and_carries_its_contest():
+    commitment = line("a", 0.8, object="GraphQL", predicate="core/decided-against")
+    stance = line("s", 0.7, object="GraphQL", predicate="core/prefers", source_type="session-log")
+    markdown = digest(
+        commitments=[commitment],
+        disputes=[
+            dispute("k", "2026-02-01", Candidate(stance, True), Candidate(commitment, False))
+        ],
+    ).markdown
+    assert markdown.split("\n")[3:] == [
+        "## Commitments",
+        '- svc core/decided-against "GraphQL" (code, 0.80; contested) fact a',
+        '  - contested by core/prefers "GraphQL" (session-log, 0.70, disputed; outranked;'
+        " conflict k) fact s",
+        "",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,17 @@ def build_store(member, author, steward, scope_steward) -> None:
     )
     file_challenge(actor=author, fact_id=kept.fact.pk, ground="meh", evidence=None, now=now())
     refute_challenge(actor=scope_steward, challenge_id=challenge.pk, ground="still true", now=now())
-    file_challenge(actor=author, fact_id=kept.fact.pk, ground="again", evidence=["x"], now=now())
+    # A repeat by one account on one fact, as records from before the rule that refuses
+    # it hold (issue 30 item 7): written past the action, and restored as it was.
+    Record.objects.create(
+        scope=kept.fact.scope,
+        fact=kept.fact,
+        role="challenge",
+        ground="again",
+        evidence=[{"ref": "x"}],
+        author=author,
+        inserted_at=now(),
+    )
     correct_fact(
         actor=steward,
         fact_id=Fact.objects.get(object_lit="Fly").pk,

@@ -113,6 +113,9 @@ MIXED = [
         "rejected",
     ),
     (line("team", "core/uses", "REST", "code", confidence="high"), "rejected"),
+    # Out of the scale: refused, never stored as 1.0 or 0.0 (issue 31 §3).
+    (line("team", "core/uses", "gRPC", "code", confidence=1.5), "rejected"),
+    (line("team", "core/uses", "SOAP", "code", confidence=-3), "rejected"),
     (line("AuthService", "core/has-version", "2.2.0", "code"), "superseded"),
     (line("AuthService", "core/has-version", "2.2.0", "session-log"), "reinforced"),
 ]
@@ -439,6 +442,50 @@ def test_import_command_reports_counts_and_each_rejected_line(member, scope, tmp
     assert "line 7: rejected (line): is not valid JSON" in output
     assert set(Fact.objects.values_list("episode", flat=True)) == {"import-1"}
     assert set(Fact.objects.values_list("author__username", flat=True)) == {"mira"}
+
+
+@pytest.mark.parametrize(
+    "workers",
+    [
+        1,
+        # Committed, so forked workers decide the lines (inside a transaction
+        # the import stays in this process).
+        pytest.param(2, marks=pytest.mark.django_db(transaction=True, serialized_rollback=True)),
+    ],
+)
+def test_import_command_reports_the_lines_whose_confidence_was_capped(
+    member, scope, tmp_path, workers
+):
+    rows = [
+        line("svc", "core/uses", "redis", "agent-note", confidence=0.99),
+        line("svc", "core/uses", "kafka", "agent-note"),  # the default: not reported
+        line("svc", "core/uses", "nats", "code", confidence=0.9),
+        line("svc", "core/uses", "zmq", "session-log", confidence=0.75),
+        line("svc", "core/uses", "rabbit", "agent-note", confidence=1.5),  # rejected
+    ]
+    path = tmp_path / "facts.jsonl"
+    path.write_text("\n".join(json.dumps(r | {"scope": "project"}) for r in rows), encoding="utf-8")
+    out = StringIO()
+    call_command("import_facts", str(path), "--as", "mira", "--workers", str(workers), stdout=out)
+    output = out.getvalue()
+    assert "Confidence capped by the source type's ceiling on 2 line(s):" in output
+    assert "  line 1: confidence 0.99 capped at 0.65, the ceiling of agent-note" in output
+    assert "  line 4: confidence 0.75 capped at 0.7, the ceiling of session-log" in output
+    assert "line 2:" not in output
+    assert "line 5: rejected (confidence)" in output
+
+
+def test_import_command_names_every_bad_field_of_a_line(member, scope, tmp_path):
+    bad = line("svc", "core/likes", "redis", "telepathy", confidence=1e9)
+    path = tmp_path / "facts.jsonl"
+    path.write_text(json.dumps(bad | {"scope": "project"}) + "\n", encoding="utf-8")
+    out = StringIO()
+    call_command("import_facts", str(path), "--as", "mira", stdout=out)
+    output = out.getvalue()
+    assert "line 1: rejected (predicate): unknown predicate 'core/likes'" in output
+    assert "source_type: unknown source type 'telepathy'" in output
+    assert "confidence: must be between 0 and 1" in output
+    assert not Fact.objects.exists()
 
 
 # --- concurrency ---------------------------------------------------------------------

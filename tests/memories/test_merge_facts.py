@@ -1,13 +1,20 @@
 """Issue 29 §3: a merge moves the merged-away entity's facts, through the write path's rules."""
 
+import json
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connections, transaction
+from django.db.models import Q
 
-from memories.store.models import Conflict, Entity, Fact
+from memories.store.models import AuditEntry, Conflict, Entity, Fact
 from memories.write.actions import assert_fact
+from memories.write.ingest import import_lines
 from memories.write.merges import merge_entities
 from tests.conftest import at
+from tests.racing import a_session_waits_on_a_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -146,3 +153,140 @@ def test_a_write_racing_a_merge_lands_on_the_survivor(steward, member):
     assert "error" not in outcome, outcome.get("error")
     assert Fact.objects.get(pk=outcome["fact"].pk).subject_id == survivor.pk
     assert not Fact.objects.filter(subject=entity).exists()
+
+
+def merge_while_a_write_races(steward, name, into, racing_write):
+    """Merge ``name`` into ``into`` and, before the merge commits, start ``racing_write``.
+
+    Answers what the write returned, once the merge has committed: the
+    write, which found the entity unmerged, must wait for the merge and then
+    answer as the survivor. Real threads, each with its own session.
+    """
+    entity, survivor = (Entity.objects.get(name=n) for n in (name, into))
+    outcome = {}
+
+    def run():
+        try:
+            outcome["fact"] = racing_write()
+        except Exception as exc:  # reported below, in the test's thread
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    with transaction.atomic():
+        merge_entities(
+            actor=steward,
+            entity_id=entity.pk,
+            into_id=survivor.pk,
+            reason="one thing",
+            now=T0 + timedelta(days=1),
+        )
+        writer = threading.Thread(target=run)
+        writer.start()
+        deadline = time.monotonic() + 10
+        while writer.is_alive() and not a_session_waits_on_a_lock():
+            assert time.monotonic() < deadline, "the racing write never waited for the merge"
+            time.sleep(0.02)
+        # The merge is not committed yet: the write waits for it.
+        assert writer.is_alive(), outcome
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    assert "error" not in outcome, outcome.get("error")
+    return entity, survivor, Fact.objects.get(pk=outcome["fact"].pk)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_non_member_stewards_write_racing_a_merge_lands_on_the_survivor(
+    steward, member, scope_steward
+):
+    write(member, "PaySvc", "core/has-version", "1.0.0", "code", T0)
+    write(member, "PaySvc2", "core/uses", "redis", "code", T0)
+    when = T0 + timedelta(hours=3)
+
+    entity, survivor, fact = merge_while_a_write_races(
+        steward,
+        "PaySvc2",
+        "PaySvc",
+        lambda: write(scope_steward, "PaySvc2", "core/owned-by", "team-a", "code", when),
+    )
+
+    assert fact.subject_id == survivor.pk
+    assert not Fact.objects.filter(subject=entity).exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("writer", ["member", "scope_steward"])
+def test_a_fact_naming_an_object_being_merged_away_ends_on_the_survivor(
+    steward, member, scope_steward, writer
+):
+    write(member, "api", "core/depends-on", "PG", "code", T0, object_kind="entity")
+    write(member, "svc", "core/depends-on", "Postgres", "code", T0, object_kind="entity")
+    actor = {"member": member, "scope_steward": scope_steward}[writer]
+    when = T0 + timedelta(hours=3)
+
+    entity, survivor, fact = merge_while_a_write_races(
+        steward,
+        "Postgres",
+        "PG",
+        lambda: write(
+            actor, "worker", "core/depends-on", "Postgres", "code", when, object_kind="entity"
+        ),
+    )
+
+    assert (fact.object_ref_id, fact.object_key) == (survivor.pk, str(survivor.pk))
+    assert not Fact.objects.filter(object_ref=entity).exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize(
+    ("name", "into", "line", "moved"),
+    [
+        pytest.param(
+            "PaySvc2",
+            "PaySvc",
+            {"subject": "PaySvc2", "predicate": "core/owned-by", "object": "team-a"},
+            "subject_id",
+            id="subject",
+        ),
+        pytest.param(
+            "Postgres",
+            "PG",
+            {"subject": "worker", "predicate": "core/depends-on", "object": "Postgres"}
+            | {"object_kind": "entity"},
+            "object_ref_id",
+            id="object",
+        ),
+        pytest.param(
+            "PaySvc2",
+            "PaySvc",
+            # U+0420, a Cyrillic capital ER: a look-alike of PaySvc2, so of the survivor.
+            {"subject": "\u0420aySvc2", "predicate": "core/owned-by", "object": "team-a"},
+            "subject_id",
+            id="look-alike-subject",
+        ),
+    ],
+)
+def test_an_imported_line_racing_a_merge_lands_on_the_survivor(
+    steward, member, name, into, line, moved
+):
+    write(member, "PaySvc", "core/has-version", "1.0.0", "code", T0)
+    write(member, "PaySvc2", "core/uses", "redis", "code", T0)
+    write(member, "api", "core/depends-on", "PG", "code", T0, object_kind="entity")
+    write(member, "svc", "core/depends-on", "Postgres", "code", T0, object_kind="entity")
+    when = (T0 + timedelta(hours=3)).isoformat()
+    text = json.dumps({"scope": "project", "source_type": "code", "t_valid": when, **line})
+
+    def racing_import():
+        (outcome,) = import_lines([text], actor=member).outcomes
+        assert outcome.status == "created", outcome
+        return Fact.objects.get(pk=outcome.fact_id)
+
+    entity, survivor, fact = merge_while_a_write_races(steward, name, into, racing_import)
+
+    assert getattr(fact, moved) == survivor.pk
+    assert not Fact.objects.filter(Q(subject=entity) | Q(object_ref=entity)).exists()
+    # A look-alike name is said to name the entity the fact names.
+    for note in AuditEntry.objects.filter(action="resolved-name", after__fact=str(fact.pk)):
+        assert (note.target_id, note.after["entity"]) == (str(survivor.pk), survivor.name)
+    if "\u0420" in line["subject"]:
+        assert AuditEntry.objects.filter(action="resolved-name").count() == 1

@@ -20,6 +20,8 @@ from memories.write.ingest import (
 )
 
 STATUSES = ("created", "reinforced", "superseded", "flagged", "rejected")
+# How many capped lines the report names; it counts them all.
+CLAMPS_LISTED = 20
 
 
 class Command(BaseCommand):
@@ -96,6 +98,20 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  line {outcome.line}: rejected{where}: {_printable(outcome.reason or '')}"
             )
+        clamped = report.clamped
+        if clamped:
+            # Counted whole, listed only in part: a file of agent notes at 0.9
+            # would otherwise print a line for each.
+            self.stdout.write(
+                f"Confidence capped by the source type's ceiling on {len(clamped)} line(s):"
+            )
+            for number, clamp in clamped[:CLAMPS_LISTED]:
+                self.stdout.write(
+                    f"  line {number}: confidence {clamp.asked:g} capped at {clamp.ceiling:g},"
+                    f" the ceiling of {clamp.ceiling_of}"
+                )
+            if len(clamped) > CLAMPS_LISTED:
+                self.stdout.write(f"  … and {len(clamped) - CLAMPS_LISTED} more")
 
 
 def _printable(text: str) -> str:

@@ -5,6 +5,7 @@ Django imports an app's ``models``; this app's are this package, which
 ``memories``, so tables, migrations and permissions are unchanged).
 """
 
+from memories.store.models.admitted import AdmittedFact
 from memories.store.models.facts import (
     FACT_DISPLAY_RELATIONS,
     FACT_NAME_RELATIONS,
@@ -44,6 +45,7 @@ __all__ = [
     "FACT_DISPLAY_RELATIONS",
     "FACT_NAME_RELATIONS",
     "Adjudication",
+    "AdmittedFact",
     "AuditEntry",
     "AuditEntryQuerySet",
     "Bucket",

@@ -497,7 +497,11 @@ class ConflictMemberQuerySet(models.QuerySet["ConflictMember"]):
         open_: dict[uuid.UUID, set] = {}
         ruled: dict[uuid.UUID, set] = {}
         rows = self.filter(
-            Q(conflict__resolved_at__isnull=True) | Q(conflict__resolution__in=sorted(RULINGS)),
+            Q(conflict__resolved_at__isnull=True)
+            | Q(conflict__resolution__in=sorted(RULINGS))
+            # Closed as moot by a person's act (a steward rejecting a side):
+            # the steward answered the question, as a ruling does.
+            | Q(conflict__resolution="moot", conflict__resolved_by__isnull=False),
             fact_id__in=list(fact_ids),
         ).values_list("fact_id", "conflict_id", "conflict__resolved_at")
         for fact_id, conflict_id, resolved_at in rows:

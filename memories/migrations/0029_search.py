@@ -30,7 +30,7 @@ ENTITY_NAMES = "claimgraph_entity_names(name, aliases::text[])"
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memories", "0026_scope_source_types_by_role")]
+    dependencies = [("memories", "0028_entities_held_against_merges")]
 
     operations = [
         TrigramExtension(),
