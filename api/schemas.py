@@ -742,6 +742,7 @@ SHAPE_NOTES: dict[tuple[str, str], str] = {
     ("ConflictFactOut", "role"): "incoming (the write that raised the conflict) or existing"
     " (a standing fact it collided with).",
     ("RecordOut", "role"): "admission (a steward's verdict), challenge or refutation.",
+    ("ChallengeOut", "role"): "challenge: the record just filed.",
     ("RecordOut", "fact"): "The fact the record is about.",
     ("RecordOut", "evidence"): "A challenge's evidence refs; null when it has none.",
     ("LookAlikeOut", "role"): "Which name of the assertion: its subject or its object.",

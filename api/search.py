@@ -32,7 +32,11 @@ class SearchParameters(QueryParameters):
     scope: Text | None = Field(
         None, max_length=100, description="Only this scope (default: every scope you may read)."
     )
-    predicate: Text | None = Field(None, max_length=200, description="Only this predicate.")
+    predicate: Text | None = Field(
+        None,
+        max_length=200,
+        description="Only this predicate (the vocabulary tool, GET /vocabulary, lists them).",
+    )
     status: SearchStatus = Field(
         "live",
         description="live: every fact valid at as_of; disputed: only values in an open"
