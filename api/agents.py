@@ -18,9 +18,11 @@ from ninja import Field, Query, Router
 from pydantic import BaseModel
 
 from admissions.digest import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, context_digest
+from admissions.search import check_predicate
 from api.memory import caller, keyset_page, present_facts, readable_scope
 from api.schemas import READ_ERRORS, FactOut, Instant, Page, QueryParameters, Text
 from memories.reads.history import ending, slot_history
+from memories.reads.search import refuse_unknown_subject
 
 router = Router(tags=["agents"])
 
@@ -102,6 +104,10 @@ def history_answer(actor, query: SlotHistoryQuery) -> dict[str, Any]:
     # A cursor pages one slot's history only.
     listing = f"slots/history/{scope.pk}/{query.subject}/{query.predicate}"
     batch, cursor = keyset_page(versions, query, fields=("recorded_at", "id"), listing=listing)
+    if not batch and query.cursor is None:
+        # Nothing found: say so if a name given is unknown, with the nearest ones.
+        check_predicate(query.predicate)
+        refuse_unknown_subject(scope, query.subject)
     bodies = present_facts(batch, at=timezone.now())
     return {
         "results": [

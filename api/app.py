@@ -5,8 +5,8 @@ together into one API with one OpenAPI document: the bearer token that
 authenticates every operation (``api.auth``), JSON bodies in and out
 (``api.bodies``), every refusal in the error shape (``api.errors``), and
 the routers (``api.memory``, ``api.admissions``, ``api.agents``,
-``api.changes``, ``api.health``, ``api.discovery``), with a last one that answers any other
-path under /api/v1/ in JSON too.
+``api.changes``, ``api.health``, ``api.discovery``, ``api.search``), with a
+last one that answers any other path under /api/v1/ in JSON too.
 """
 
 from typing import Any
@@ -21,6 +21,7 @@ from api import changes as changes_api
 from api import discovery as discovery_api
 from api import health as health_api
 from api import memory as memories_api
+from api import search as search_api
 from api.auth import BearerToken
 from api.bodies import RENDERER, JsonBodies
 from api.errors import HANDLERS, json_not_allowed
@@ -77,6 +78,7 @@ api.add_router("", agents_api.router)
 api.add_router("", changes_api.router)
 api.add_router("", health_api.router)
 api.add_router("", discovery_api.router)
+api.add_router("", search_api.router)
 
 
 class _AnyPath:

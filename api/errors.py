@@ -38,6 +38,8 @@ from memories.store.errors import (
     NotFound,
     Rejected,
     StateConflict,
+    UnknownEntity,
+    UnknownName,
     outage_code,
 )
 
@@ -50,12 +52,15 @@ def error(
     code: str,
     message: str,
     field: str | None = None,
-    errors: Sequence[dict[str, str]] | None = None,
+    errors: Sequence[dict[str, Any]] | None = None,
+    did_you_mean: Sequence[str] | None = None,
 ) -> HttpResponse:
     """The error shape, rendered as every answer of the API is."""
     body: dict[str, Any] = {"code": code, "message": message}
     if field:
         body["field"] = field
+    if did_you_mean is not None:
+        body["did_you_mean"] = list(did_you_mean)
     if errors:
         body["errors"] = list(errors)
     content = RENDERER.render(request, body, response_status=status)
@@ -79,7 +84,14 @@ def field_errors(request: HttpRequest, problems: Sequence[dict[str, Any]]) -> Ht
             unique.append(problem)
     if len(unique) == 1:
         only = unique[0]
-        return error(request, 400, "invalid", only["message"], only["field"])
+        return error(
+            request,
+            400,
+            "invalid",
+            only["message"],
+            only["field"],
+            did_you_mean=only.get("did_you_mean"),
+        )
     listed = [{key: value for key, value in p.items() if value is not None} for p in unique]
     fields = ", ".join(str(p["field"]) for p in unique if p["field"])
     return error(
@@ -119,10 +131,23 @@ def rejected(request: HttpRequest, exc: Rejected) -> HttpResponse:
 
 def rejected_problems(exc: Rejected) -> list[dict[str, Any]]:
     """Each field a refusal of the actions names, as one problem of ``field_errors``."""
-    return [
-        {"field": p.field, "code": p.code, "message": f"{p.field} {p.message}"}
-        for p in exc.problems
-    ]
+    return [_problem(p) for p in exc.problems]
+
+
+def _problem(refusal: Rejected) -> dict[str, Any]:
+    problem = {
+        "field": refusal.field,
+        "code": refusal.code,
+        "message": f"{refusal.field} {refusal.message}",
+    }
+    if isinstance(refusal, UnknownName):
+        problem["message"] += _suggestion(refusal.did_you_mean)
+        problem["did_you_mean"] = list(refusal.did_you_mean)
+    return problem
+
+
+def _suggestion(names: Sequence[str]) -> str:
+    return f"; did you mean {', '.join(repr(name) for name in names)}?" if names else ""
 
 
 def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
@@ -215,6 +240,12 @@ def http_404(request: HttpRequest, exc: Http404) -> HttpResponse:
     return error(request, 404, "not_found", "not found")
 
 
+def unknown_entity(request: HttpRequest, exc: UnknownEntity) -> HttpResponse:
+    # Only names in scopes the caller reads: the scope was found readable first.
+    message = f"{exc.what} not found" + _suggestion(exc.did_you_mean)
+    return error(request, 404, "not_found", message, exc.field, did_you_mean=exc.did_you_mean)
+
+
 def forbidden(request: HttpRequest, exc: Forbidden) -> HttpResponse:
     return error(request, 403, exc.code, str(exc), exc.field)
 
@@ -279,6 +310,7 @@ HANDLERS: dict[type[Exception], Callable[[HttpRequest, Any], HttpResponse]] = {
     SuspiciousOperation: suspicious,
     HttpError: http_error,
     NotFound: not_found,
+    UnknownEntity: unknown_entity,
     Http404: http_404,
     Forbidden: forbidden,
     StateConflict: state_conflict,

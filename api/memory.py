@@ -27,6 +27,7 @@ from ninja import Query, Router
 from ninja.responses import Status
 
 from admissions import status as fold
+from admissions.search import check_predicate
 from admissions.selectors import ShownFact, fact_statuses, recall, share_percent, shown_fact
 from api.schemas import (
     READ_ERRORS,
@@ -53,6 +54,7 @@ from api.schemas import (
 )
 from memories.core.decisions import ConfidenceClamp
 from memories.reads.contested import ContestedSlot, contested_slots, what_contested_slot_shows
+from memories.reads.search import refuse_unknown_subject
 from memories.store.errors import NotFound, Rejected
 from memories.store.lookups import scope_named
 from memories.store.models import Bucket, Conflict, Fact, Outcome, Scope
@@ -373,6 +375,11 @@ def truth_answer(actor, query: TruthQuery) -> dict[str, Any]:
         as_of=as_of,
         known_at=known_at,
     )
+    if not entries:
+        # Nothing found: say so if a name given is unknown, with the nearest ones.
+        check_predicate(query.predicate)
+        if query.subject is not None:
+            refuse_unknown_subject(scope, query.subject)
     window = list(entries[offset : offset + query.limit])
     more = len(entries) > offset + query.limit
     cursor = (

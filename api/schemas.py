@@ -307,6 +307,11 @@ class FieldErrorOut(BaseModel):
         )
     )
     message: str = Field(description="For a human: what is wrong with it, naming the field.")
+    did_you_mean: list[str] | None = Field(
+        None,
+        description="For an unknown predicate or source type: the valid names nearest to the"
+        " one given, nearest first.",
+    )
 
 
 class ErrorOut(BaseModel):
@@ -315,6 +320,11 @@ class ErrorOut(BaseModel):
     )
     message: str
     field: str | None = None
+    did_you_mean: list[str] | None = Field(
+        None,
+        description="For an unknown subject, predicate or source type: the valid names nearest"
+        " to the one given, nearest first.",
+    )
     errors: list[FieldErrorOut] | None = Field(
         None,
         description="Set when several fields are at fault: every one of them, in one answer.",
@@ -732,6 +742,7 @@ SHAPE_NOTES: dict[tuple[str, str], str] = {
     ("ConflictFactOut", "role"): "incoming (the write that raised the conflict) or existing"
     " (a standing fact it collided with).",
     ("RecordOut", "role"): "admission (a steward's verdict), challenge or refutation.",
+    ("ChallengeOut", "role"): "challenge: the record just filed.",
     ("RecordOut", "fact"): "The fact the record is about.",
     ("RecordOut", "evidence"): "A challenge's evidence refs; null when it has none.",
     ("LookAlikeOut", "role"): "Which name of the assertion: its subject or its object.",

@@ -18,6 +18,8 @@ would be walked by a crawler pass after it):
 - ``reads``: one fact, a recall over REST and over MCP, the conflicts list,
   against one ``POST /api/v1/facts``;
 - ``pages`` (``bench/pages.py``): every console page against its plain SQL, and one fact's status;
+- ``search`` (``bench/search.py``): ``GET /api/v1/search`` for one word against one
+  ``POST /api/v1/facts`` (it writes a dozen facts holding the word first);
 - ``crawler``: a pass against a sequential read of the same facts, and the
   second pass against the first;
 - ``ingest``: the bulk import against a COPY into a bare table.
@@ -37,6 +39,7 @@ import crawler
 import ingest
 import pages
 import reads
+import search
 import write_path
 from _figures import Figure, Store
 from _setup import create_database, drop_database, start_django, use_database
@@ -46,6 +49,7 @@ MEASURES = {
     "write_path": write_path.measure,
     "reads": reads.measure,
     "pages": pages.measure,
+    "search": search.measure,
     "crawler": crawler.measure,
     "ingest": ingest.measure,
 }

@@ -371,3 +371,34 @@ class ConfirmWithdrawalForm(WithdrawalForm):
         super().__init__(*args, **kwargs)
         self.fields["scope"].widget = forms.HiddenInput()
         self.fields["episode"].widget = forms.HiddenInput()
+
+
+# --- search ------------------------------------------------------------------------
+
+
+class SearchForm(StorableTextForm):
+    """The search box of every page's header, and the filters of the results page."""
+
+    STATUSES = [
+        ("live", "Valid now"),
+        ("disputed", "Disputed"),
+        ("admitted", "Admitted"),
+        ("candidate", "Candidate"),
+    ]
+
+    # Not labelled "Search": the Facts browser's own box is, and a page holds both.
+    q = forms.CharField(max_length=500, label="Find facts")
+    status = forms.ChoiceField(choices=STATUSES, required=False, label="Status")
+    as_of = forms.DateTimeField(
+        required=False,
+        label="Valid at",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        help_text="Default now.",
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["q"].widget = forms.TextInput(attrs={"type": "search"})
+        self.fields["scope"] = scope_field(user)
+        self.fields["predicate"] = predicate_field()
+        self.order_fields(["q", "scope", "predicate", "status", "as_of"])

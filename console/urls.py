@@ -1,5 +1,5 @@
 """The console's pages: queues, conflicts, facts, subjects, audit, automatic changes,
-entities, health, account."""
+entities, health, search, account."""
 
 from django.urls import path, re_path
 
@@ -13,6 +13,7 @@ from console.views import (
     facts,
     health,
     queues,
+    search,
     withdrawals,
 )
 
@@ -49,6 +50,7 @@ urlpatterns = [
     path("entities/merge", entities.merge, name="entity-merge"),
     path("entities/merges/<int:merge_id>/undo", entities.unmerge, name="entity-unmerge"),
     path("health/", health.health, name="health"),
+    path("search/", search.search_page, name="search"),
     path("account/", account.account, name="account"),
     path("account/tokens/", account.issue, name="issue-token"),
     path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),

@@ -88,6 +88,7 @@ from api.schemas import (
     TruthQuery,
     describe,
 )
+from api.search import SearchOut, SearchParameters, search_answer
 from memories.write.actions import assert_fact, invalidate_fact, record_outcome
 
 logger = logging.getLogger(__name__)
@@ -338,6 +339,22 @@ OPERATIONS = (
         arguments=VocabularyQuery,
         answer=VocabularyOut,
         run=vocabulary_answer,
+    ),
+    Operation(
+        name="search",
+        title="Search facts",
+        description=(
+            "Find facts by what they say when you do not know the exact subject: words of a"
+            " value, a statement or evidence, or a subject's name or alias (typos forgiven),"
+            " in every scope you may read or one. Results are grouped by slot, best match"
+            " first, each fact with its rank; a slot's disputed values come apart in"
+            " `contested` with their conflicts: show them side by side, never pick one."
+            " Nothing found: `did_you_mean` lists the nearest entity names. Then recall the"
+            " subject for its current truth."
+        ),
+        arguments=SearchParameters,
+        answer=SearchOut,
+        run=search_answer,
     ),
 )
 

@@ -61,6 +61,7 @@ source's ceiling is clamped to it at birth (``confidence_clamp`` says when);
 an assertion without one gets ``DEFAULT_CONFIDENCE``.
 """
 
+import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,24 @@ class Rejected(ValueError):
         combined = cls(first.field, f"{first.message}; also {also}", code=first.code)
         combined.problems = tuple(problems)
         return combined
+
+
+class UnknownName(Rejected):
+    """A name outside a closed vocabulary; ``did_you_mean`` names the valid ones nearest to it."""
+
+    def __init__(self, field: str, message: str, *, did_you_mean: Sequence[str]) -> None:
+        super().__init__(field, message, code="unknown_name")
+        self.did_you_mean = tuple(did_you_mean)
+
+
+# The vocabulary is a handful of names, so the nearest are always offered,
+# however far: an agent learns the valid names from its first refusal.
+NEAREST_NAMES = 3
+
+
+def nearest_names(name: str, names: Iterable[str]) -> tuple[str, ...]:
+    """The ``NEAREST_NAMES`` of ``names`` most like ``name`` (difflib's ratio), nearest first."""
+    return tuple(difflib.get_close_matches(name, sorted(names), n=NEAREST_NAMES, cutoff=0.0))
 
 
 # --- vocabulary ---------------------------------------------------------------
@@ -326,7 +345,9 @@ def parse_confidence(value: Any) -> float | None:
 def _known(raw: Mapping[str, Any], field: str, names: Mapping[str, Any], what: str) -> str:
     value = _required_text(raw, field, MAX_NAME_LENGTH)
     if value not in names:
-        raise Rejected(field, f"unknown {what} {value!r}", code="unknown_name")
+        raise UnknownName(
+            field, f"unknown {what} {value!r}", did_you_mean=nearest_names(value, names)
+        )
     return value
 
 

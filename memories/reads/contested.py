@@ -88,6 +88,15 @@ def contested_slots(
             :MAX_CONTESTED_VALUES
         ]
     )
+    return contested_values(facts, known_at=known_at)
+
+
+def contested_values(facts: list[Fact], *, known_at: datetime | None) -> list[ContestedSlot]:
+    """Disputed ``facts`` (loaded for display), by slot in their order, each with its disputes.
+
+    What recall shows of a disputed value, for any read that found some (recall
+    itself, search): two queries, whatever the number of facts.
+    """
     disputes = _disputes([fact.pk for fact in facts], known_at=known_at)
 
     slots: dict[tuple[str, str], list[ContestedValue]] = {}

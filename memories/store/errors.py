@@ -8,7 +8,7 @@ faces import every refusal from one place.
 import psycopg
 from django.db import InterfaceError, OperationalError
 
-from memories.core.decisions import Rejected
+from memories.core.decisions import Rejected, UnknownName
 
 
 class NotFound(Exception):
@@ -17,6 +17,15 @@ class NotFound(Exception):
     def __init__(self, what: str = "object") -> None:
         super().__init__(f"{what} not found")
         self.what = what
+
+
+class UnknownEntity(NotFound):
+    """A name no entity of the scope answers to, with the nearest names a reader may see (404)."""
+
+    def __init__(self, field: str, did_you_mean: list[str]) -> None:
+        super().__init__(field)
+        self.field = field
+        self.did_you_mean = tuple(did_you_mean)
 
 
 class Forbidden(Exception):
@@ -113,5 +122,7 @@ __all__ = [
     "Rejected",
     "SourceTypeNotAllowed",
     "StateConflict",
+    "UnknownEntity",
+    "UnknownName",
     "outage_code",
 ]

@@ -4,7 +4,7 @@
 //
 // Moving: j / k between the items of a queue ([data-queue-item]), Enter opens
 // the focused one (a real link, so the browser does it), x ticks its checkbox,
-// / jumps to the search or first filter, ? opens the list of keys.
+// / jumps to the header's search box (else a page's search or first filter), ? opens the list of keys.
 //
 // Acting (the shared convention): an element carrying data-key="<key>" starts
 // an action. On a <details> the key opens it and focuses its first field. On a
@@ -145,7 +145,9 @@
         event.preventDefault();
       }
     } else if (event.key === "/") {
-      var search = document.querySelector("input[type=search], form.filters input, form.filters select");
+      // The header's search box first (every page but the results page,
+      // whose own form holds the query), then a page's search or filter.
+      var search = document.querySelector("#site-search-q, input[type=search], form.filters input, form.filters select");
       if (search) {
         search.focus();
         event.preventDefault();

@@ -232,7 +232,16 @@ def test_one_bad_field_keeps_the_single_error_shape(agent):
     body = response.json()
     assert body["field"] == "predicate"
     assert "errors" not in body
-    assert set(body) == {"code", "message", "field"}
+    assert set(body) == {"code", "message", "field", "did_you_mean"}
+
+
+def test_several_bad_fields_name_the_nearest_valid_names_on_each(agent):
+    response = agent.post("/facts", fact_body(predicate="core/uzes", source_type="agent-nots"))
+    assert response.status_code == 400
+    errors = {error["field"]: error for error in response.json()["errors"]}
+    assert errors["predicate"]["code"] == "unknown_name"
+    assert errors["predicate"]["did_you_mean"][0] == "core/uses"
+    assert errors["source_type"]["did_you_mean"][0] == "agent-note"
 
 
 def test_several_bad_query_parameters_are_reported_at_once(agent):

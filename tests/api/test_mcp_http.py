@@ -37,6 +37,7 @@ TOOLS = {
     "context",
     "list_scopes",
     "vocabulary",
+    "search",
 }
 
 

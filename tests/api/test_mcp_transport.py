@@ -233,6 +233,7 @@ def test_tools_are_listed_in_a_fixed_order(mcp_url, secret):
         "context",
         "list_scopes",
         "vocabulary",
+        "search",
     ]
     assert names() == names()
 
@@ -241,7 +242,7 @@ def test_the_sdk_client_still_works_with_get_and_delete_refused(mcp_url, secret,
     async def work(session):
         return await session.list_tools()
 
-    assert len(over_http(mcp_url, secret, work).tools) == 11
+    assert len(over_http(mcp_url, secret, work).tools) == 12
 
 
 ORIGIN_CASES = [

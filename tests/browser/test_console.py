@@ -214,6 +214,7 @@ def demo_pages() -> list[tuple[str, str]]:
         ("facts", "/facts/"),
         ("subject", f"/subjects/{suspended.subject_id}/"),
         ("entities", "/entities/"),
+        ("search", "/search/?q=AuthService"),
         ("audit", "/audit/"),
         ("account", "/account/"),
     ]
