@@ -29,6 +29,7 @@ FOR_A_VIEWER = {
     admission_forms.FactFilterForm,
     admission_forms.ChallengeFilterForm,
     memory_forms.ChangesFilterForm,
+    memory_forms.SearchForm,
 }
 # The forms that take the scopes to choose from (those the viewer stewards).
 FOR_SCOPES = {memory_forms.WithdrawalForm, memory_forms.ConfirmWithdrawalForm}
