@@ -24,7 +24,7 @@ from typing import Literal, get_args
 from django.db import transaction
 from django.db.models import Count, Window
 
-from admissions.selectors import _SHOWN_RELATIONS, _columns, _from_row, with_admission_status
+from admissions.selectors import _SHOWN_RELATIONS, _columns, fact_from_row, with_admission_status
 from memories.core.decisions import UnknownName, nearest_names
 from memories.reads.contested import Dispute, contested_values
 from memories.reads.search import (
@@ -292,9 +292,7 @@ def _prepared_page(
     page = []
     for row in rows:
         values = iter(row)
-        fact = _from_row(Fact, values)
-        for _, name, model, _ in _SHOWN_RELATIONS:
-            setattr(fact, name, _from_row(model, values))
+        fact = fact_from_row(values)
         fact.rank, fact.similarity, fact.disputed, fact.matches = values
         page.append(fact)
     return page

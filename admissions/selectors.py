@@ -396,6 +396,15 @@ _STATUS_COLUMNS = (
 )
 
 
+def fact_from_row(values: Iterator[Any]) -> Fact:
+    """A fact and the relations a page shows of it, from the next of ``values``
+    (the columns ``_SHOWN_RELATIONS`` selects, in its order); what follows stays."""
+    fact = _from_row(Fact, values)
+    for _, name, model, _ in _SHOWN_RELATIONS:
+        setattr(fact, name, _from_row(model, values))
+    return fact
+
+
 def _from_row(model: type[Model], values: Iterator[Any]) -> Any:
     """An instance of ``model`` from the next of ``values``, in its concrete fields' order;
     None for the empty side of an outer join."""
@@ -844,10 +853,7 @@ def _current_truth(
         rows = cursor.fetchall()
     facts = []
     for row in rows:
-        values = iter(row)
-        fact = _from_row(Fact, values)
-        for _, name, model, _ in _SHOWN_RELATIONS:
-            setattr(fact, name, _from_row(model, values))
+        fact = fact_from_row(iter(row))
         fact.disputed = False
         facts.append(fact)
     facts.sort(key=lambda fact: (fact.recorded_at, fact.pk))

@@ -11,7 +11,7 @@ rule that decides whether what is left is still a conflict is the same
 ``conflict_is_moot`` the write path uses.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -93,11 +93,7 @@ def do_close_set_aside(
     scope_ids: set[int] = set()
     for conflict in conflicts:
         scope_ids.add(conflict.scope_id)
-        members = list(conflict.members.all())
-        sides = [
-            (member.role, member.fact.is_live and member.fact_id not in set_aside)
-            for member in members
-        ]
+        sides = _sides(conflict, set_aside)
         changes = set_aside_effects(
             conflict.pk,
             conflict.scope_id,
@@ -112,7 +108,10 @@ def do_close_set_aside(
             continue
         touched |= do_apply(Effects(changes, now=now)).touched
         # Closing a conflict ends its members' disputes: their slots' truth changes.
-        touched |= {(m.fact.scope_id, m.fact.subject_id, m.fact.predicate_id) for m in members}
+        touched |= {
+            (m.fact.scope_id, m.fact.subject_id, m.fact.predicate_id)
+            for m in conflict.members.all()
+        }
         closed_ids.append(conflict.pk)
         result.closed.append(conflict)
     if closed_ids:
@@ -169,11 +168,7 @@ def do_reopen_set_aside(
     reopened: list[UUID] = []
     scope_ids: set[int] = set()
     for conflict in conflicts:
-        members = list(conflict.members.all())
-        sides = [
-            (member.role, member.fact.is_live and member.fact_id not in set_aside)
-            for member in members
-        ]
+        sides = _sides(conflict, set_aside)
         changes = restore_effects(
             conflict.pk,
             conflict.scope_id,
@@ -194,3 +189,11 @@ def do_reopen_set_aside(
     return list(
         Conflict.objects.filter(scope_id=scope_id, pk__in=reopened).order_by("opened_at", "id")
     )
+
+
+def _sides(conflict: Conflict, set_aside: Collection[UUID]) -> list[tuple[str, bool]]:
+    # Each member's role, and whether it is still a side: live and not set aside.
+    return [
+        (member.role, member.fact.is_live and member.fact_id not in set_aside)
+        for member in conflict.members.all()
+    ]
