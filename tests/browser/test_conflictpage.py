@@ -98,6 +98,8 @@ def test_exclusion_group_conflicts_on_two_subjects_read_differently_and_kinds_ar
     )
     assert "never overruled" in page.locator("p.conflict-why").inner_text()
     assert "exclude each other" in page.locator("p.conflict-why").inner_text()
+    # The meta line reads as one phrase (issue 30 item 14: "in demo , opened").
+    assert re.search(r"\bin project, opened \S", page.locator("p.conflict-meta").inner_text())
 
 
 # --- problem 4: one comparison table ---------------------------------------------------------
