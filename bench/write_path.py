@@ -210,7 +210,15 @@ def compare(
         raw.execute(f"CREATE TABLE {table} (LIKE memories_fact INCLUDING ALL)")
     # The same rows as the fact table, so the raw side's indexes are as large
     # as ours (on a generated store, an empty table's would all be cached).
-    raw.execute("INSERT INTO raw_fact SELECT * FROM memories_fact")
+    # (The database computes the generated columns, the search vector, on both sides.)
+    stored = ", ".join(
+        name
+        for (name,) in raw.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'memories_fact'::regclass"
+            " AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum"
+        )
+    )
+    raw.execute(f"INSERT INTO raw_fact ({stored}) SELECT {stored} FROM memories_fact")
     raw.execute("ANALYZE raw_fact")
     for column, parent in FOREIGN_KEYS:
         raw.execute(
