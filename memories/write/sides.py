@@ -18,7 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 
 from memories.core.effects import MOOT, Effects, restore_effects, set_aside_effects
 from memories.store.apply import do_apply
@@ -43,25 +43,7 @@ def open_conflicts_of(fact_id: UUID, scope_id: int, *, lock: bool = True) -> "li
     transaction that will act on them. Every statement names the scope
     (docs/scale-out.md).
     """
-    # Ordered by the members' own columns: the default order joins the
-    # conflict by id alone, which names no scope.
-    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id).order_by(
-        "fact__recorded_at", "fact_id"
-    )
-    found = (
-        Conflict.objects.open()
-        .filter(
-            scope_id=scope_id,
-            pk__in=ConflictMember.objects.filter(scope_id=scope_id, fact_id=fact_id).values(
-                "conflict"
-            ),
-        )
-        .prefetch_related(Prefetch("members", queryset=members.select_related("fact")))
-        .order_by("opened_at", "id")
-    )
-    if lock:
-        found = found.select_for_update(of=("self",))
-    return list(found)
+    return _with_members(Conflict.objects.open(), fact_id, scope_id, lock=lock)
 
 
 def member_fact_ids(conflicts: Iterable[Conflict]) -> set[UUID]:
@@ -130,24 +112,8 @@ def do_close_set_aside(
 def closed_by_people(fact_id: UUID, scope_id: int, *, lock: bool = False) -> "list[Conflict]":
     """The conflicts of ``fact_id`` that a person's act closed as moot (:func:`do_close_set_aside`),
     oldest first, loaded as :func:`open_conflicts_of` loads open ones."""
-    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id).order_by(
-        "fact__recorded_at", "fact_id"
-    )
-    found = (
-        Conflict.objects.filter(
-            scope_id=scope_id,
-            resolution=MOOT,
-            resolved_by__isnull=False,
-            pk__in=ConflictMember.objects.filter(scope_id=scope_id, fact_id=fact_id).values(
-                "conflict"
-            ),
-        )
-        .prefetch_related(Prefetch("members", queryset=members.select_related("fact")))
-        .order_by("opened_at", "id")
-    )
-    if lock:
-        found = found.select_for_update(of=("self",))
-    return list(found)
+    found = Conflict.objects.filter(resolution=MOOT, resolved_by__isnull=False)
+    return _with_members(found, fact_id, scope_id, lock=lock)
 
 
 def do_reopen_set_aside(
@@ -197,3 +163,28 @@ def _sides(conflict: Conflict, set_aside: Collection[UUID]) -> list[tuple[str, b
         (member.role, member.fact.is_live and member.fact_id not in set_aside)
         for member in conflict.members.all()
     ]
+
+
+def _with_members(
+    conflicts: "QuerySet[Conflict]", fact_id: UUID, scope_id: int, *, lock: bool
+) -> "list[Conflict]":
+    # Those of ``conflicts`` that ``fact_id`` is a member of, oldest first, each
+    # with its members (and their facts) by recorded time. Ordered by the
+    # members' own columns: the default order joins the conflict by id alone,
+    # which names no scope.
+    members = ConflictMember.objects.filter(scope_id=scope_id, fact__scope_id=scope_id).order_by(
+        "fact__recorded_at", "fact_id"
+    )
+    found = (
+        conflicts.filter(
+            scope_id=scope_id,
+            pk__in=ConflictMember.objects.filter(scope_id=scope_id, fact_id=fact_id).values(
+                "conflict"
+            ),
+        )
+        .prefetch_related(Prefetch("members", queryset=members.select_related("fact")))
+        .order_by("opened_at", "id")
+    )
+    if lock:
+        found = found.select_for_update(of=("self",))
+    return list(found)
