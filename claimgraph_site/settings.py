@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "memories",
     "admissions",
     "accounts",
+    "notifications",
     "console",
     "api",
     "demo",
