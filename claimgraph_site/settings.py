@@ -36,6 +36,12 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# The console's address as people reach it: the links in webhook payloads and
+# digest emails, which are read away from any request. Outside DEBUG it must be
+# named; in local work it is where `make run` serves.
+CLAIMGRAPH_SITE_URL = env_str(
+    "CLAIMGRAPH_SITE_URL", f"http://127.0.0.1:{env_str('PORT', '8000')}" if DEBUG else ""
+).rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
