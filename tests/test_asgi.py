@@ -20,11 +20,11 @@ def served(path: str, **headers: str) -> httpx2.Response:
     """``path`` from a site built now, so whitenoise reads the settings of the test."""
     with (
         warnings.catch_warnings(),
-        live_site(build_application(get_asgi_application())) as site,
+        live_site(build_application(get_asgi_application())) as running,
     ):
         # A Django warning would say the response had to be adapted to ASGI.
         warnings.simplefilter("error")
-        return httpx2.get(f"{site}{path}", headers=headers, timeout=PROCESS_DEADLINE)
+        return httpx2.get(f"{running.url}{path}", headers=headers, timeout=PROCESS_DEADLINE)
 
 
 def test_static_files_are_served_under_asgi_in_debug(settings):
@@ -48,8 +48,8 @@ def test_collected_static_files_are_served_under_asgi_without_debug(settings, tm
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # e.g. a response Django must adapt for ASGI
         with (
-            live_site(build_application(get_asgi_application())) as site,
-            httpx2.Client(base_url=site, timeout=PROCESS_DEADLINE) as http,
+            live_site(build_application(get_asgi_application())) as running,
+            httpx2.Client(base_url=running.url, timeout=PROCESS_DEADLINE) as http,
         ):
             original = http.get(f"/static/{CSS}")
             compressed = http.get(f"/static/{CSS}", headers={"Accept-Encoding": "gzip"})
@@ -100,8 +100,8 @@ def test_a_path_holding_an_encoded_newline_is_answered_with_the_sites_headers(se
     # Starlette's route patterns never match a newline: such a path once got its
     # bare text 404, with no security headers and no JSON, from the router in front.
     settings.DEBUG = False
-    with live_site(build_application(get_asgi_application())) as site:
-        status, headers, body = raw_get(site, path)
+    with live_site(build_application(get_asgi_application())) as running:
+        status, headers, body = raw_get(running.url, path)
     assert status in (308, 404)
     for name in SECURITY_HEADERS:
         assert name in headers, name

@@ -1,6 +1,7 @@
 """An agent's view of the API: a token per account, JSON in and out."""
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -55,13 +56,20 @@ def fact_body(**fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def site() -> str:
+def live():
     """The whole site (Django and /mcp/) under uvicorn, once per test module."""
     # Imported here: the SDK's client and uvicorn are for the MCP modules only.
     from tests.api.mcp_client import live_site
 
-    with live_site() as url:
-        yield url
+    with live_site() as running:
+        yield running
+
+
+@pytest.fixture
+def site(live) -> Iterator[str]:
+    """The live site's base URL; the test's database is flushed only once it is idle."""
+    yield live.url
+    live.settle()
 
 
 @pytest.fixture

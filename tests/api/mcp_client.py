@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,33 @@ from tests.processes import database_environment
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@dataclass(frozen=True)
+class LiveSite:
+    """A running site: its base URL, and a way to wait until it is answering nothing."""
+
+    url: str
+    server: uvicorn.Server
+
+    def settle(self) -> None:
+        """Wait until every request the server received has been answered.
+
+        An SDK client leaves some requests to finish after its session has
+        closed (``notifications/initialized`` is sent in the background), and
+        the server goes on answering them: reading the token, say. A test's
+        flush racing such a request can deadlock with it (TRUNCATE takes its
+        locks table by table), so each test waits for the server to be idle
+        before its database is flushed.
+        """
+        wait_until(
+            lambda: not self.server.server_state.tasks,
+            what="the live site's requests to be answered",
+            every=0.02,
+        )
+
+
 @contextmanager
-def live_site(application: Any = None) -> Iterator[str]:
-    """The whole site (Django and MCP) under uvicorn on a free port; yields its base URL."""
+def live_site(application: Any = None) -> Iterator[LiveSite]:
+    """The whole site (Django and MCP) under uvicorn on a free port."""
     from claimgraph_site.asgi import build_application
 
     application = application or build_application()
@@ -48,7 +73,7 @@ def live_site(application: Any = None) -> Iterator[str]:
 
     wait_until(started, what="uvicorn to start", every=0.02)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield LiveSite(f"http://127.0.0.1:{port}", server)
     finally:
         server.should_exit = True
         thread.join(timeout=PROCESS_DEADLINE)

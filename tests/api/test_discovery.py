@@ -13,7 +13,7 @@ from admissions.actions import record_verdict
 from memories.store.models import Predicate, Scope, SourceType
 from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
-from tests.api.mcp_client import body, call_http, live_site
+from tests.api.mcp_client import body, call_http
 from tests.conftest import make_user
 
 # The real roles: which source types each role may claim is part of the answer.
@@ -210,12 +210,6 @@ def test_the_vocabulary_refuses_parameters_it_does_not_take(agent_for, member):
 
 
 # --- over MCP, with the SDK's client ---------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def site():
-    with live_site() as url:
-        yield url
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -57,8 +57,8 @@ def test_a_call_waiting_on_a_slot_lock_does_not_hold_up_another_accounts_recall(
             url, secret_a, "assert_fact", fact_body(scope="alpha", object="2.1.0")
         )
 
-    with live_site() as site:
-        url = f"{site}/mcp/"
+    with live_site() as running:
+        url = f"{running.url}/mcp/"
         holder = threading.Thread(target=hold_the_slot)
         holder.start()
         try:

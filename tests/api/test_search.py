@@ -12,7 +12,7 @@ from admissions.actions import record_verdict
 from memories.store.models import Entity, Scope
 from memories.write.actions import assert_fact
 from tests.api.conftest import fact_body
-from tests.api.mcp_client import body, call_http, live_site
+from tests.api.mcp_client import body, call_http
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -299,12 +299,6 @@ def test_an_unknown_predicate_or_source_type_in_an_assertion_names_the_nearest_v
 
 
 # --- MCP ------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def mcp_url():
-    with live_site() as url:
-        yield f"{url}/mcp/"
 
 
 # serialized_rollback: data migrations seed the vocabulary, which another

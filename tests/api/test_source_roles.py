@@ -15,7 +15,7 @@ from accounts.actions import issue_token
 from memories.store.models import Entity, Fact, Scope
 from memories.write.ingest import import_lines
 from tests.api.conftest import fact_body
-from tests.api.mcp_client import body, call_http, live_site
+from tests.api.mcp_client import body, call_http
 
 # The scopes here keep the real defaults (tests/conftest.py lets members of
 # every other test's scopes claim every source type).
@@ -77,12 +77,6 @@ def test_a_batch_rejects_the_line_claiming_a_source_outside_the_role(member):
     assert "you may claim: agent-note, session-log, user-assertion" in refused.reason
     assert written.status == "created"
     assert list(Fact.objects.values_list("source_type__name", flat=True)) == ["agent-note"]
-
-
-@pytest.fixture(scope="module")
-def site():
-    with live_site() as url:
-        yield url
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
