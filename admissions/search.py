@@ -9,24 +9,40 @@ scopes the caller may read (``Fact.objects.readable_by``, and the same scope
 ids for the entities that lend their names), so a foreign scope's rows
 change no rank and no count. A match's disputed values are shown as recall
 shows them (``memories.reads.contested.contested_values``): apart, with the
-conflicts that dispute them, never as the slot's truth.
+conflicts that dispute them, never as the slot's truth; and the slot says
+what recall says of it (``showing``, by ``memories.core.contested``'s rule).
 
 Queries, whatever the store's size: the entities named (one), the page of
 facts with the count of every match (one), and, only when the page holds
-disputed values, their conflicts (two); the faces add the facts' admission
+disputed values, their conflicts (two) and what the caller's recall serves
+on their slots (one); the faces add the facts' admission
 statuses. When nothing matches, one more names the nearest entities.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, get_args
+from uuid import UUID
 
 from django.db import transaction
 from django.db.models import Count, Window
 
-from admissions.selectors import _SHOWN_RELATIONS, _columns, fact_from_row, with_admission_status
+from admissions.selectors import (
+    _SHOWN_RELATIONS,
+    SlotKey,
+    _columns,
+    believed_on_slots,
+    fact_from_row,
+    with_admission_status,
+)
+from memories.core.contested import Showing, Shown
 from memories.core.decisions import UnknownName, nearest_names
-from memories.reads.contested import Dispute, contested_values
+from memories.reads.contested import (
+    ContestedSlot,
+    Dispute,
+    contested_values,
+    what_contested_slot_shows,
+)
 from memories.reads.search import (
     CONFIG,
     MAX_NAMED_ENTITIES,
@@ -67,13 +83,21 @@ class ContestedHit:
 
 @dataclass(frozen=True)
 class SlotHits:
-    """The matches on one slot: its undisputed values, then its disputed ones."""
+    """The matches on one slot: its undisputed values, then its disputed ones.
+
+    ``showing`` and ``standing`` are what recall says of the slot
+    (``memories.core.contested.what_slot_shows``): ``settled`` when none of
+    its matches is disputed; else ``contested`` (``standing`` holds the
+    current values the conflicts dispute, matched or not) or ``unknown``.
+    """
 
     scope: str
     subject: str
     predicate: str
     values: tuple[Hit, ...]
     contested: tuple[ContestedHit, ...]
+    showing: Showing = Showing.SETTLED
+    standing: tuple[UUID, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +177,12 @@ def search(
             as_of=as_of,
             did_you_mean=nearest_entity_names(scope_ids, text),
         )
-    return SearchResult(slots=_by_slot(page), count=page[0].matches, as_of=as_of, did_you_mean=[])
+    return SearchResult(
+        slots=_by_slot(viewer, page, as_of=as_of),
+        count=page[0].matches,
+        as_of=as_of,
+        did_you_mean=[],
+    )
 
 
 def search_page_through_orm(
@@ -298,18 +327,40 @@ def _prepared_page(
     return page
 
 
-def _by_slot(page: list[Fact]) -> list[SlotHits]:
-    disputed = [fact for fact in page if fact.disputed]
-    disputes = {
-        value.fact.pk: value.disputes
-        for slot in (contested_values(disputed, known_at=None) if disputed else ())
-        for value in slot.values
-    }
-    values: dict[tuple[int, int, int], list[Hit]] = {}
-    contested: dict[tuple[int, int, int], list[ContestedHit]] = {}
-    first: dict[tuple[int, int, int], Fact] = {}
+def _by_slot(viewer, page: list[Fact], *, as_of: datetime) -> list[SlotHits]:
+    """The page's facts by slot, each slot with disputed matches shown as recall shows it.
+
+    Two queries for the disputes (``contested_values``) and one for what the
+    reader's recall serves on those slots, only when the page holds a
+    disputed value.
+    """
+    contested_slots = (
+        contested_values([fact for fact in page if fact.disputed], known_at=None)
+        if any(fact.disputed for fact in page)
+        else []
+    )
+    disputes = {value.fact.pk: value.disputes for slot in contested_slots for value in slot.values}
+    believed = believed_on_slots(
+        viewer=viewer,
+        slots=[_slot_of(value.fact) for slot in contested_slots for value in slot.values],
+        as_of=as_of,
+    )
+    shown: dict[SlotKey, Shown] = {}
+    for slot in contested_slots:
+        # contested_values groups by names; a search spans scopes, so by key here.
+        for key in dict.fromkeys(_slot_of(value.fact) for value in slot.values):
+            one = ContestedSlot(
+                subject=slot.subject,
+                predicate=slot.predicate,
+                values=tuple(value for value in slot.values if _slot_of(value.fact) == key),
+            )
+            shown[key] = what_contested_slot_shows(one, believed=believed[key])
+
+    values: dict[SlotKey, list[Hit]] = {}
+    contested: dict[SlotKey, list[ContestedHit]] = {}
+    first: dict[SlotKey, Fact] = {}
     for fact in page:
-        slot = (fact.scope_id, fact.subject_id, fact.predicate_id)
+        slot = _slot_of(fact)
         first.setdefault(slot, fact)
         hit = Hit(fact=fact, rank=fact.rank, similarity=fact.similarity)
         if fact.disputed:
@@ -323,6 +374,18 @@ def _by_slot(page: list[Fact]) -> list[SlotHits]:
             predicate=fact.predicate.name,
             values=tuple(values.get(slot, ())),
             contested=tuple(contested.get(slot, ())),
+            **_showing(shown.get(slot)),
         )
         for slot, fact in first.items()
     ]
+
+
+def _slot_of(fact: Fact) -> SlotKey:
+    return (fact.scope_id, fact.subject_id, fact.predicate_id)
+
+
+def _showing(shown: Shown | None) -> dict:
+    if shown is None:
+        return {}
+    standing = tuple(UUID(fact_id) for contest in shown.contests for fact_id in contest.standing)
+    return {"showing": shown.showing, "standing": standing}

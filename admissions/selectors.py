@@ -767,14 +767,7 @@ def recall_through_orm(
         known_at=known_at,
     )
     if known_at is None:
-        admitted = Q(
-            Exists(
-                FactVerdict.objects.filter(
-                    fact=OuterRef("pk"), scope=OuterRef("scope_id"), verdict="admitted"
-                )
-            ),
-            bucket=Bucket.SYSTEM,
-        ) & ~Q(pk__in=suspended_fact_ids([scope]))
+        admitted = _in_effect_now([scope.pk])
     else:
         then = fold_as_known_at(scope, known_at)
         admitted = Q(
@@ -783,6 +776,54 @@ def recall_through_orm(
             ]
         )
     return rank(facts.filter(Q(bucket=Bucket.USER) | admitted), at=as_of)
+
+
+def _in_effect_now(scope_ids: Iterable[int]) -> Q:
+    """A shared fact recall serves as the store knows it now: admitted, and not suspended."""
+    return Q(
+        Exists(
+            FactVerdict.objects.filter(
+                fact=OuterRef("pk"), scope=OuterRef("scope_id"), verdict="admitted"
+            )
+        ),
+        bucket=Bucket.SYSTEM,
+    ) & ~Q(pk__in=suspended_fact_ids(scope_ids))
+
+
+SlotKey = tuple[int, int, int]
+
+
+def believed_on_slots(
+    *, viewer, slots: Iterable[SlotKey], as_of: datetime
+) -> dict[SlotKey, list[UUID]]:
+    """What recall serves ``viewer`` now on each slot (scope, subject, predicate ids), ranked.
+
+    ``recall_through_orm``'s rule for several slots at once, in one query:
+    what a read that found disputed values on these slots (search) hands to
+    ``what_contested_slot_shows`` as the reader's believed values. The
+    slots' scopes are the caller's to have checked readable.
+    """
+    slots = list(dict.fromkeys(slots))
+    if not slots:
+        return {}
+    on_slots = Q()
+    for scope_id, subject_id, predicate_id in slots:
+        on_slots |= Q(scope_id=scope_id, subject_id=subject_id, predicate_id=predicate_id)
+    facts = (
+        Fact.objects.filter(on_slots)
+        .valid_at(as_of)
+        .undisputed()
+        .filter(
+            Q(bucket=Bucket.USER, author=viewer)
+            | _in_effect_now({scope_id for scope_id, _, _ in slots})
+        )
+        .select_related("source_type")
+    )
+    believed: dict[SlotKey, list[UUID]] = {slot: [] for slot in slots}
+    for entry in rank(facts, at=as_of):
+        fact = entry.fact
+        believed[(fact.scope_id, fact.subject_id, fact.predicate_id)].append(fact.pk)
+    return believed
 
 
 # ``recall_through_orm`` as known now, in one prepared statement: valid at

@@ -8,7 +8,8 @@ their conflicts, as recall's ``contested`` shows them.
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
+from uuid import UUID
 
 from django.http import HttpRequest
 from django.utils import timezone
@@ -66,7 +67,17 @@ class SlotOut(BaseModel):
     values: list[HitOut] = Field(description="Matching values of the slot that are undisputed.")
     contested: list[ContestedHitOut] = Field(
         description="Matching values that are disputed, with the conflicts disputing them:"
-        " the slot is unknown — disputed for these; show them, never pick one."
+        " show them beside the slot's current values, never pick one."
+    )
+    showing: Literal["settled", "contested", "unknown"] = Field(
+        description="What recall says of the slot: `settled` when no match is disputed;"
+        " `contested` when its current values stand while conflicts dispute them (they are"
+        " in `standing`); `unknown` when nothing in a dispute is current: answer"
+        ' "unknown — disputed".'
+    )
+    standing: list[UUID] = Field(
+        description="The slot's current values that its open conflicts dispute (matched or"
+        " not): recall serves them, and `contested` contests them."
     )
 
 
@@ -133,6 +144,8 @@ def search_answer(actor, query: SearchParameters) -> dict[str, Any]:
                     }
                     for contested in slot.contested
                 ],
+                "showing": slot.showing.value,
+                "standing": list(slot.standing),
             }
             for slot in found.slots
         ],

@@ -167,6 +167,47 @@ def test_disputed_values_come_grouped_by_slot_as_contested_as_recall_shows_them(
     [recall_value] = recalled.json()["contested"][0]["values"]
     assert contested["disputes"] == recall_value["disputes"]
     assert contested["disputes"][0]["candidates"] == [str(standing.pk)]
+    # What the slot shows is recall's answer, by the one rule.
+    assert slot["showing"] == recalled.json()["contested"][0]["showing"] == "contested"
+    assert slot["standing"] == recalled.json()["contested"][0]["standing"] == [str(standing.pk)]
+
+
+def test_a_slot_whose_only_match_is_disputed_names_the_value_standing_against_it(
+    member, steward, agent_for
+):
+    standing = write(steward, subject="AuthService", object="2.0.0", confidence=0.95).fact
+    record_verdict(actor=steward, fact_id=standing.pk, verdict="admitted", ground="in the code")
+    write(member, subject="AuthService", object="9.9.9", source_type="agent-note")
+
+    [slot] = agent_for(member).get("/search", q="9.9.9").json()["results"]
+
+    assert slot["values"] == []
+    assert [value["fact"]["object"] for value in slot["contested"]] == ["9.9.9"]
+    assert slot["showing"] == "contested"
+    assert slot["standing"] == [str(standing.pk)]
+
+
+def test_a_dispute_with_nothing_current_on_its_slot_shows_unknown_as_recall_does(
+    member, steward, agent_for
+):
+    # Never admitted, the steward's value is not what the member's recall serves.
+    write(steward, subject="AuthService", object="2.0.0", confidence=0.95)
+    write(member, subject="AuthService", object="9.9.9", source_type="agent-note")
+    recalled = agent_for(member).get(
+        "/truth", scope="project", subject="AuthService", contested="true"
+    )
+
+    [slot] = agent_for(member).get("/search", q="9.9.9").json()["results"]
+
+    [recall_slot] = recalled.json()["contested"]
+    assert slot["showing"] == recall_slot["showing"] == "unknown"
+    assert slot["standing"] == recall_slot["standing"] == []
+
+
+def test_an_undisputed_slot_is_settled(member, agent_for):
+    write(member, subject="AuthService", object="2.0.0")
+    [slot] = agent_for(member).get("/search", q="AuthService").json()["results"]
+    assert slot["showing"] == "settled" and slot["standing"] == []
 
 
 def test_filters_by_status_predicate_scope_and_valid_time(member, steward, agent_for):

@@ -4,6 +4,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.console.conftest import write
+
 pytestmark = pytest.mark.django_db
 
 
@@ -32,6 +34,18 @@ def test_a_disputed_value_is_shown_as_contested_with_its_conflict(as_member, wor
     assert "contested" in page
     assert "unknown — disputed" in page
     assert f'href="/conflicts/{world.conflict.pk}/"' in page
+
+
+def test_a_disputed_value_beside_a_standing_one_is_contested_not_unknown(
+    as_member, member, world
+):
+    write(member, "AuthService", "core/has-version", "9.9.9", "agent-note")
+
+    page = as_member.get("/search/", {"q": "9.9.9"}).content.decode()
+
+    assert '<span class="badge status-disputed">contested</span>' in page
+    assert "disputed, contesting the current value" in page
+    assert "unknown — disputed" not in page
 
 
 def test_an_outsider_finds_nothing_of_a_scope_it_cannot_read(as_outsider, world):
