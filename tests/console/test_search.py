@@ -36,9 +36,7 @@ def test_a_disputed_value_is_shown_as_contested_with_its_conflict(as_member, wor
     assert f'href="/conflicts/{world.conflict.pk}/"' in page
 
 
-def test_a_disputed_value_beside_a_standing_one_is_contested_not_unknown(
-    as_member, member, world
-):
+def test_a_disputed_value_beside_a_standing_one_is_contested_not_unknown(as_member, member, world):
     write(member, "AuthService", "core/has-version", "9.9.9", "agent-note")
 
     page = as_member.get("/search/", {"q": "9.9.9"}).content.decode()
