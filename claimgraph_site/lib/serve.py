@@ -54,6 +54,7 @@ WATCHED_DIRS = (
     "console",
     "demo",
     "memories",
+    "notifications",
     "templates",
 )
 WATCHED_PATTERNS = ("*.py", "*.html")
