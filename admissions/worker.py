@@ -1,6 +1,6 @@
 """Every periodic job of the domain: the memory store's and the doctor's.
 
-``manage.py worker`` (``admissions/management/commands/worker.py``) runs
+``manage.py worker`` (``notifications/management/commands/worker.py``) runs
 these. They are assembled here, at the top of the domain, because the
 doctor reads the admission state, which ``memories`` (where the scheduler
 and the store's own jobs live, ``memories.maintenance.worker``) may not import.

@@ -20,7 +20,6 @@ from ninja import Router
 from ninja.responses import Status
 from pydantic import BaseModel
 
-from admissions.worker import PERIODIC_JOBS
 from api.memory import caller
 from api.schemas import READ_ERRORS, QueryParameters
 from memories.maintenance.health import (
@@ -32,6 +31,7 @@ from memories.maintenance.health import (
     background_health,
 )
 from memories.store.roles import is_global_steward
+from notifications.worker import PERIODIC_JOBS
 
 router = Router(tags=["health"])
 

@@ -1,6 +1,6 @@
 """The layers stack one way, with no cycles and no imports hidden inside functions.
 
-claimgraph_site → faces (console, api) and the demo loader (demo) → domain
+claimgraph_site → faces (console, api) and the demo loader (demo) → notifications → domain
 (admissions above memories, accounts beside them) → memories/core. These
 tests read every application module's imports with ``ast`` (every import
 statement, including those under ``if TYPE_CHECKING:``, which name a
@@ -15,7 +15,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("memories", "admissions", "accounts", "api", "console", "demo", "claimgraph_site")
+PACKAGES = (
+    "memories",
+    "admissions",
+    "accounts",
+    "notifications",
+    "api",
+    "console",
+    "demo",
+    "claimgraph_site",
+)
 
 # Imports inside a function that are genuinely lazy, each with why.
 LAZY_IMPORTS: dict[tuple[str, str], str] = {}
@@ -27,9 +36,19 @@ ALLOWED_EDGES: dict[tuple[str, str], str] = {}
 # What each layer must not import: a module of the key's package (by prefix)
 # may import nothing whose name starts with one of the values.
 FORBIDDEN = {
-    "memories": ("admissions", "accounts", "console", "api", "demo", "claimgraph_site"),
-    "admissions": ("accounts", "console", "api", "demo", "claimgraph_site"),
-    "accounts": ("admissions", "console", "api", "demo", "claimgraph_site"),
+    "memories": (
+        "admissions",
+        "accounts",
+        "notifications",
+        "console",
+        "api",
+        "demo",
+        "claimgraph_site",
+    ),
+    "admissions": ("accounts", "notifications", "console", "api", "demo", "claimgraph_site"),
+    "accounts": ("admissions", "notifications", "console", "api", "demo", "claimgraph_site"),
+    # Above the domain, below the faces: the faces show and set what it sends.
+    "notifications": ("console", "api", "demo", "claimgraph_site"),
     "console": ("api", "demo", "claimgraph_site"),
     "api": ("console", "demo", "claimgraph_site"),
     # The demo loader writes through both domain apps, as the faces do.

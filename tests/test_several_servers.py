@@ -33,10 +33,10 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from accounts.actions import issue_token
-from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.tasks import PeriodicJob
 from memories.store.models import Fact, PeriodicRun, Scope, TouchedSlot, WorkerHeartbeat
 from memories.store.roles import STEWARDS_GROUP
+from notifications.worker import PERIODIC_JOBS
 from tests.conftest import make_user
 from tests.deadlines import wait_until
 from tests.processes import (

@@ -8,9 +8,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from admissions.worker import PERIODIC_JOBS
 from console.views.common import HtmxHttpRequest, steward_scopes
 from memories.maintenance.health import background_health
+from notifications.worker import PERIODIC_JOBS
 
 
 @require_GET

@@ -121,7 +121,7 @@ def background_health(*, now: datetime | None = None, jobs: Sequence[PeriodicJob
     """The state of the background work at ``now`` (the clock by default).
 
     ``jobs`` are the periodic jobs to report on, each with its last runs
-    (``admissions.worker.PERIODIC_JOBS``: every job a worker runs).
+    (``notifications.worker.PERIODIC_JOBS``: every job a worker runs).
     """
     now = now or timezone.now()
     stale_after = settings.CLAIMGRAPH_HEARTBEAT_STALE_SECONDS

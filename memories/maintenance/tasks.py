@@ -12,7 +12,7 @@ transaction (``recompute_on_commit``) and one drain recomputes them all.
 The periodic work a worker's scheduler enqueues is listed in
 ``memories.maintenance.worker.PERIODIC_JOBS`` (there, not here, because the crawler's
 task sits above ``memories.store.apply``, which enqueues the tasks of this module)
-and ``admissions.worker.PERIODIC_JOBS`` (with the doctor's); how each runs
+and ``notifications.worker.PERIODIC_JOBS`` (with the doctor's and the notifications'); how each runs
 once per period whatever the number of workers is ``enqueue_periodic``'s.
 """
 

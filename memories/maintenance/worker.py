@@ -15,7 +15,7 @@ number of workers on any number of machines share one queue) and a
   enqueue its run (``memories.maintenance.tasks.enqueue_periodic``).
 
 :data:`PERIODIC_JOBS` are this app's jobs; ``manage.py worker`` runs them
-with the doctor's (``admissions.worker``).
+with the doctor's (``admissions.worker``) and the notifications' (``notifications.worker``).
 
 SIGTERM and SIGINT stop both: the scheduler at once, the worker loop after
 the task it is running (a second signal ends that task too). A clean stop

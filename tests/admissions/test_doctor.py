@@ -18,10 +18,10 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from admissions.actions import file_challenge, record_verdict
-from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
 from memories.store.models import Conflict, DoctorRun, Entity, Fact, Predicate, WorkerHeartbeat
 from memories.write.actions import resolve_conflict
+from notifications.worker import PERIODIC_JOBS
 from tests.admissions.conftest import write_fact
 from tests.conftest import make_user
 from tests.taskqueue import run_queued_tasks

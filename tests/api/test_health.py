@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.tasks import enqueue_periodic, recompute_slot_task, record_heartbeat
 from memories.store.models import CrawlerRun, DoctorRun
+from notifications.worker import PERIODIC_JOBS
 from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db

@@ -7,9 +7,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.tasks import enqueue_periodic, record_heartbeat, sweep_stale_slots_task
 from memories.store.models import CrawlerRun, DoctorRun
+from notifications.worker import PERIODIC_JOBS
 from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db

@@ -1,10 +1,10 @@
 """``worker [--interval S] [--heartbeat-seconds S] [--queue-name Q] [--worker-id ID]``.
 
 The background worker (SPEC §7, §12): runs queued tasks and, beside them,
-records its heartbeat and enqueues the periodic jobs of the whole domain
-(``admissions.worker``; the loop and the scheduler are ``memories.maintenance.worker``'s).
-A command of this app, the top of the domain, since one of those jobs is
-the doctor, which reads the admission state. Stops after the running task
+records its heartbeat and enqueues every periodic job (``notifications.worker``:
+the domain's and the notifications'; the loop and the scheduler are
+``memories.maintenance.worker``'s). A command of this app, the top of the
+apps, since its jobs read every app below it. Stops after the running task
 on SIGTERM or SIGINT.
 """
 
@@ -14,8 +14,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.crypto import get_random_string
 
-from admissions.worker import PERIODIC_JOBS
 from memories.maintenance.worker import run_worker
+from notifications.worker import PERIODIC_JOBS
 
 
 def _not_the_start(record: logging.LogRecord) -> bool:
@@ -33,8 +33,8 @@ def positive_seconds(text: str) -> float:
 class Command(BaseCommand):
     help = (
         "Run queued background tasks (truth maintenance, the crawler, the adjudicator, the "
-        "doctor), record this worker's heartbeat and enqueue the periodic jobs. Stops on "
-        "SIGTERM/SIGINT."
+        "doctor, notifications), record this worker's heartbeat and enqueue the periodic "
+        "jobs. Stops on SIGTERM/SIGINT."
     )
 
     def add_arguments(self, parser) -> None:
