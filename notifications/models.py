@@ -7,6 +7,10 @@ from django.db.models import Q
 from memories.store.models import Scope
 from memories.store.roles import is_global_steward, steward_scope_ids
 
+# The version of the body's shape (docs/notifications.md): a change that could
+# break a receiver gets a new one.
+SCHEMA = "claimgraph.event/1"
+
 
 class EventKind(models.TextChoices):
     """What happened. The value is the event's ``type`` in every payload (docs/notifications.md)."""
@@ -41,9 +45,10 @@ class Event(models.Model):
     """Something a steward (or an addressee) should hear about. Append-only.
 
     Written by the worker, never by the write path: the events are read off
-    records the domain already keeps. ``payload`` is the whole JSON body every
-    channel sends, ``{"type", "schema", "id", "timestamp", "data"}``, as
-    docs/notifications.md documents it.
+    records the domain already keeps. ``data`` is what the event says (its
+    scope, its item with the console link that acts on it, the sides where
+    there are sides); :meth:`body` is the whole JSON document every channel
+    sends, as docs/notifications.md documents it.
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -58,7 +63,7 @@ class Event(models.Model):
     # What the event was read from ("audit:1234", "queue:conflicts:3:2026-12-04"),
     # unique so a second pass over the same records adds nothing.
     source = models.CharField(max_length=120, unique=True)
-    payload = models.JSONField()
+    data = models.JSONField()
 
     objects = EventQuerySet.as_manager()
 
@@ -68,3 +73,18 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.source}"
+
+    @property
+    def public_id(self) -> str:
+        """The id receivers see (``webhook-id`` too): stable across redeliveries."""
+        return f"evt_{self.pk}"
+
+    def body(self) -> dict:
+        """The document every channel sends: ``{"type", "schema", "id", "timestamp", "data"}``."""
+        return {
+            "type": self.kind,
+            "schema": SCHEMA,
+            "id": self.public_id,
+            "timestamp": self.occurred_at.isoformat(),
+            "data": self.data,
+        }

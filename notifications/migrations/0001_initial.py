@@ -23,7 +23,7 @@ class Migration(migrations.Migration):
                 ('occurred_at', models.DateTimeField()),
                 ('recorded_at', models.DateTimeField(auto_now_add=True)),
                 ('source', models.CharField(max_length=120, unique=True)),
-                ('payload', models.JSONField()),
+                ('data', models.JSONField()),
                 ('addressee', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('scope', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='memories.scope')),
             ],

@@ -12,7 +12,7 @@ def event(scope, source: str, addressee=None) -> Event:
         addressee=addressee,
         occurred_at=timezone.now(),
         source=source,
-        payload={"type": EventKind.CONFLICT_OPENED},
+        data={},
     )
 
 

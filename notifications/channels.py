@@ -1,0 +1,24 @@
+"""Where a newly recorded event goes: every channel, in the transaction that recorded it.
+
+The feed (``notifications.feed``) calls :func:`announce` with the events it
+has just written. Each channel decides who hears of each event (through
+``Event.objects.for_recipient``, the one audience rule) and enqueues its own
+deliveries. The task queue lives in the database, so a delivery is queued
+only if the events commit, and nothing is sent before they do.
+"""
+
+from collections.abc import Callable, Sequence
+
+from notifications.models import Event
+
+Channel = Callable[[Sequence[Event]], None]
+
+CHANNELS: tuple[Channel, ...] = ()
+
+
+def announce(events: Sequence[Event]) -> None:
+    """Hand ``events`` (just recorded, not yet committed) to every channel."""
+    if not events:
+        return
+    for channel in CHANNELS:
+        channel(events)
