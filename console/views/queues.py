@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.db.models import Count, Min, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,12 +20,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
 from admissions.challenge_effects import challenges_of
-from admissions.models import ChallengeRank, Record, Role
+from admissions.models import Record, Role
+from admissions.queues import Waiting, waiting
 from admissions.selectors import (
     candidates,
     challenge_summaries,
     fact_status,
-    in_effect,
     open_challenge_entries,
 )
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
@@ -50,22 +50,6 @@ from memories.store.roles import is_global_steward, steward_scope_ids
 RECENT_ACTIONS = 10
 # How many of the viewer's own challenges it lists, the latest first.
 MY_CHALLENGES = 10
-# A dashboard count stops here and says "1000+": counting a queue of a million
-# candidates would read them all on every visit, and the queue page counts on.
-COUNTED = 1_000
-
-
-def _waiting(listed: QuerySet, at: str) -> dict:
-    """How many items of ``listed`` wait (at most ``COUNTED``, then ``more``), and the oldest's
-    time ``at``: one query over the oldest ``COUNTED + 1`` items, read in ``at`` order."""
-    found = (
-        listed.order_by(at).values(at)[: COUNTED + 1].aggregate(count=Count("*"), oldest=Min(at))
-    )
-    return {
-        "count": min(found["count"], COUNTED),
-        "more": found["count"] > COUNTED,
-        "oldest": found["oldest"],
-    }
 
 
 @dataclass(frozen=True)
@@ -73,7 +57,7 @@ class Queue:
     """One count on the dashboard: its link, its oldest item, the age it should stay under."""
 
     label: str
-    figures: dict
+    figures: Waiting
     url: str
     verb: str
     target: timedelta
@@ -81,16 +65,16 @@ class Queue:
 
     @property
     def count(self) -> int:
-        return self.figures["count"]
+        return self.figures.count
 
     @property
     def more(self) -> bool:
         """Whether more items wait than ``count`` says (it stopped counting)."""
-        return self.figures.get("more", False)
+        return self.figures.more
 
     @property
     def oldest(self) -> datetime | None:
-        return self.figures["oldest"]
+        return self.figures.oldest
 
     @property
     def over_target(self) -> bool:
@@ -109,16 +93,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     target (``CLAIMGRAPH_QUEUE_TARGET_HOURS``), and the viewer's own recent actions."""
     now = timezone.now()
     scopes = Scope.objects.visible_to(request.user)
-    conflicts = _waiting(Conflict.objects.open().filter(scope__in=scopes), "opened_at")
-    awaiting = _waiting(candidates(scopes.values("pk")), "recorded_at")
-    # Read from the open challenges alone, however many were refuted.
-    challenges = _waiting(open_challenge_entries(scopes), "inserted_at")
-    # A suspended fact waits since the challenge that suspends it was filed.
-    # Counted as its queue (the Facts browser's "suspended") lists them,
-    # live or not: a count that differs from the list it links to misleads.
-    suspended = in_effect(ChallengeRank.objects.filter(scope__in=scopes)).aggregate(
-        count=Count("fact", distinct=True), oldest=Min("inserted_at")
-    )
+    counts = waiting(scopes)
     is_steward = steward_scopes(request.user).exists()
     targets = {
         queue: timedelta(hours=hours)
@@ -126,11 +101,16 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
     }
     queues = [
         Queue(
-            "Open conflicts", conflicts, reverse("conflicts"), "opened", targets["conflicts"], now
+            "Open conflicts",
+            counts["conflicts"],
+            reverse("conflicts"),
+            "opened",
+            targets["conflicts"],
+            now,
         ),
         Queue(
             "Candidates awaiting a verdict",
-            awaiting,
+            counts["candidates"],
             reverse("candidates") if is_steward else reverse("facts") + "?status=candidate",
             "recorded",
             targets["candidates"],
@@ -138,7 +118,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         ),
         Queue(
             "Open challenges",
-            challenges,
+            counts["challenges"],
             reverse("challenges"),
             "filed",
             targets["challenges"],
@@ -146,7 +126,7 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         ),
         Queue(
             "Suspended facts",
-            suspended,
+            counts["suspended"],
             reverse("facts") + "?status=suspended",
             "suspended",
             targets["suspended"],

@@ -3,9 +3,9 @@
 import pytest
 from django.urls import reverse
 
+from admissions import queues as admissions_queues
 from admissions.actions import file_challenge, record_verdict
 from admissions.selectors import candidates
-from console.views import queues
 from memories.store.models import Scope
 from memories.write.actions import invalidate_fact, resolve_conflict
 from tests.console.conftest import signed_in
@@ -101,7 +101,7 @@ def test_a_bad_target_or_claim_length_stops_start_up(variable):
 
 
 def test_a_count_past_the_limit_says_more_and_keeps_the_oldest(world, as_steward, monkeypatch):
-    monkeypatch.setattr(queues, "COUNTED", 1)
+    monkeypatch.setattr(admissions_queues, "COUNTED", 1)
     waiting = candidates(Scope.objects.values("pk"))
     assert waiting.count() > 1
     shown = queues_of(as_steward)["Candidates awaiting a verdict"]
