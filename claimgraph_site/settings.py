@@ -352,6 +352,14 @@ CLAIMGRAPH_DOCTOR_SECONDS = env_float(
     "CLAIMGRAPH_DOCTOR_SECONDS", 3_600.0, minimum=1, maximum=604_800
 )
 CLAIMGRAPH_TASK_STUCK_MINUTES = env_int("CLAIMGRAPH_TASK_STUCK_MINUTES", 30, minimum=1)
+# Notifications (docs/notifications.md): how often a worker reads new events off
+# the records, how far back a pass looks for records without an event, and how
+# often it checks the queues' ages, the workers and the doctor's last run.
+CLAIMGRAPH_NOTIFY_SECONDS = env_float("CLAIMGRAPH_NOTIFY_SECONDS", 10.0, minimum=1, maximum=3_600)
+CLAIMGRAPH_NOTIFY_LOOKBACK_HOURS = env_int("CLAIMGRAPH_NOTIFY_LOOKBACK_HOURS", 24, minimum=1)
+CLAIMGRAPH_NOTIFY_WATCH_SECONDS = env_float(
+    "CLAIMGRAPH_NOTIFY_WATCH_SECONDS", 300.0, minimum=1, maximum=86_400
+)
 # The judge (SPEC §7): the confidence a verdict needs before ``judge --resolve``
 # acts on it (memories.core.verdicts.may_act).
 CLAIMGRAPH_JUDGE_MIN_CONFIDENCE = env_float(

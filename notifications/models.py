@@ -1,7 +1,9 @@
 """The events that channels send: one row per thing a person should hear about."""
 
+from collections.abc import Sequence
+
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 
 from memories.store.models import Scope
@@ -26,6 +28,28 @@ class EventKind(models.TextChoices):
 
 
 class EventQuerySet(models.QuerySet["Event"]):
+    def record(self, events: Sequence["Event"]) -> list["Event"]:
+        """Write those of ``events`` whose source has no event yet; the ones written.
+
+        Call inside a transaction. Writers take one advisory lock first, so
+        two workers recording the same source at once write it once, and
+        the events each returns are its own.
+        """
+        if not events:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                ["claimgraph:notifications:record"],
+            )
+        known = set(
+            self.filter(source__in=[event.source for event in events]).values_list(
+                "source", flat=True
+            )
+        )
+        fresh = {event.source: event for event in events if event.source not in known}
+        return self.bulk_create(fresh.values())
+
     def for_recipient(self, user) -> "EventQuerySet":
         """The events ``user`` may hear about: the one rule every channel applies.
 

@@ -5,7 +5,25 @@ them. They are assembled here, at the top of the apps, because the
 notifications read every app below them.
 """
 
+from django.conf import settings
+
 from admissions import worker
 from memories.maintenance.tasks import PeriodicJob
+from notifications.feed import record_events_task
+from notifications.watch import record_watch_events_task
 
-PERIODIC_JOBS: tuple[PeriodicJob, ...] = (*worker.PERIODIC_JOBS,)
+PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
+    *worker.PERIODIC_JOBS,
+    # New events read off the records, and handed to every channel.
+    PeriodicJob(
+        "notifications feed", record_events_task, lambda: settings.CLAIMGRAPH_NOTIFY_SECONDS
+    ),
+    # The queues' ages, the workers' heartbeats and the doctor's last findings.
+    # Its first look waits a minute, as the doctor's does.
+    PeriodicJob(
+        "notifications watch",
+        record_watch_events_task,
+        lambda: settings.CLAIMGRAPH_NOTIFY_WATCH_SECONDS,
+        first_after=60.0,
+    ),
+)

@@ -71,13 +71,18 @@ def test_database_url_must_name_postgresql():
     assert "PostgreSQL" in result.stderr
 
 
-def test_production_settings_pass_the_deployment_checks():
-    env = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO_")}
+def deployment_checks(**settings: str) -> subprocess.CompletedProcess:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "CLAIMGRAPH_"))
+    }
     env.update(
         DJANGO_SECRET_KEY="a-production-like-secret-" + "x" * 50,
         DJANGO_ALLOWED_HOSTS="claimgraph.example.org",
+        **settings,
     )
-    result = subprocess.run(
+    return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT,
         env=env,
@@ -85,8 +90,28 @@ def test_production_settings_pass_the_deployment_checks():
         text=True,
         timeout=PROCESS_DEADLINE,
     )
+
+
+def test_production_settings_pass_the_deployment_checks():
+    result = deployment_checks(CLAIMGRAPH_SITE_URL="https://claimgraph.example.org")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
+
+
+def test_production_without_the_site_url_is_told_links_would_lack_it():
+    result = deployment_checks()
+    assert result.returncode != 0
+    assert "notifications.W001" in result.stderr + result.stdout
+    assert "CLAIMGRAPH_SITE_URL" in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    "url", ["claimgraph.example.org", "ftp://claimgraph.example.org", "https://x.org/console"]
+)
+def test_a_site_url_that_is_not_an_origin_is_refused(url):
+    result = deployment_checks(CLAIMGRAPH_SITE_URL=url)
+    assert result.returncode != 0
+    assert "notifications.E001" in result.stderr + result.stdout
 
 
 def test_a_warning_of_django_reaches_one_handler():

@@ -1,0 +1,42 @@
+"""What an event says of its scope and its facts, and the console links that act on them.
+
+Links are absolute, from ``CLAIMGRAPH_SITE_URL``: an event is read away from
+any request (a webhook receiver, a mail client). URL names are the console's
+own (``console/urls.py``); reversing them imports nothing of the console.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from django.urls import reverse
+
+from memories.store.models import Fact, Scope
+
+
+def console_url(name: str, **kwargs: Any) -> str:
+    """The absolute address of the console page ``name``."""
+    return settings.CLAIMGRAPH_SITE_URL + reverse(name, kwargs=kwargs or None)
+
+
+def scope_of(scope: Scope) -> dict[str, Any]:
+    return {"id": scope.pk, "name": scope.name}
+
+
+def fact_side(fact: Fact, *, role: str) -> dict[str, Any]:
+    """One side of an event: a fact with what a steward weighs it by, and its page.
+
+    ``fact`` comes with its subject, predicate, object and source type loaded.
+    The confidence is the one stored at the write (decay is the reader's to
+    compute, at the time it reads).
+    """
+    return {
+        "fact_id": str(fact.pk),
+        "role": role,
+        "statement": str(fact),
+        "value": fact.object_display,
+        "source_type": fact.source_type.name,
+        "epistemic": fact.epistemic,
+        "confidence": fact.confidence,
+        "live": fact.t_invalid is None,
+        "url": console_url("fact", fact_id=fact.pk),
+    }
