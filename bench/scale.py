@@ -20,6 +20,8 @@ would be walked by a crawler pass after it):
 - ``pages`` (``bench/pages.py``): every console page against its plain SQL, and one fact's status;
 - ``search`` (``bench/search.py``): ``GET /api/v1/search`` for one word against one
   ``POST /api/v1/facts`` (it writes a dozen facts holding the word first);
+- ``events`` (``bench/events.py``): what notifications add to a write that opens a
+  conflict (INSERTs into their tables: none), and the feed's passes after it;
 - ``crawler``: a pass against a sequential read of the same facts, and the
   second pass against the first;
 - ``ingest``: the bulk import against a COPY into a bare table.
@@ -36,6 +38,7 @@ import warnings
 from collections.abc import Callable
 
 import crawler
+import events
 import ingest
 import pages
 import reads
@@ -50,6 +53,7 @@ MEASURES = {
     "reads": reads.measure,
     "pages": pages.measure,
     "search": search.measure,
+    "events": events.measure,
     "crawler": crawler.measure,
     "ingest": ingest.measure,
 }

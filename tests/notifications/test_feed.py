@@ -9,11 +9,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
+from memories.maintenance.tasks import enqueue_periodic
 from memories.store.models import AuditEntry, Conflict
 from notifications import channels
 from notifications.feed import record_events
 from notifications.models import Event, EventKind
+from notifications.worker import PERIODIC_JOBS
 from tests.admissions.conftest import write_fact
+from tests.taskqueue import run_queued_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -250,3 +253,16 @@ def test_two_passes_at_once_write_each_event_once(author):
     assert sum(sum(counts.values()) for counts in results) == Event.objects.count()
     assert Event.objects.values("source").distinct().count() == Event.objects.count()
     assert kinds().count(EventKind.CONFLICT_OPENED) == 1
+
+
+def test_the_feed_and_the_watch_are_jobs_the_task_worker_runs(author, settings):
+    jobs = {job.name: job for job in PERIODIC_JOBS}
+    settings.CLAIMGRAPH_NOTIFY_SECONDS = 7
+    assert jobs["notifications feed"].every() == 7
+    assert jobs["notifications watch"].first_after > 0
+    write_fact(author, "redis")
+
+    enqueue_periodic(jobs["notifications feed"], now=timezone.now())
+    assert run_queued_tasks() == 1
+
+    assert Event.objects.filter(kind=EventKind.CANDIDATE_WAITING).count() == 1
