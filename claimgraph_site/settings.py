@@ -245,25 +245,22 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 # environment's EMAIL_* variables. With DEBUG, messages are printed on the
 # console; otherwise they go out over SMTP to the server the environment
 # names. No password has a fallback: a server that needs one must be given it.
-_EMAIL_USER = env_str("EMAIL_HOST_USER")
-_EMAIL_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
-if _EMAIL_USER and not _EMAIL_PASSWORD and not DEBUG:
+# Read whatever DEBUG is, so a typo fails on a laptop too.
+_SMTP = {
+    "host": env_str("EMAIL_HOST", "localhost"),
+    "port": env_int("EMAIL_PORT", 25, minimum=1),
+    "username": env_str("EMAIL_HOST_USER"),
+    "password": env_str("EMAIL_HOST_PASSWORD"),
+    "use_tls": env_bool("EMAIL_USE_TLS", False),
+    "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),
+}
+if _SMTP["username"] and not _SMTP["password"] and not DEBUG:
     raise ImproperlyConfigured("EMAIL_HOST_PASSWORD must be set when EMAIL_HOST_USER is")
 MAILERS = {
     "default": (
         {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
         if DEBUG
-        else {
-            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-            "OPTIONS": {
-                "host": env_str("EMAIL_HOST", "localhost"),
-                "port": env_int("EMAIL_PORT", 25, minimum=1),
-                "username": _EMAIL_USER,
-                "password": _EMAIL_PASSWORD,
-                "use_tls": env_bool("EMAIL_USE_TLS", False),
-                "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),
-            },
-        }
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP}
     )
 }
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "claimgraph@localhost")
