@@ -186,3 +186,12 @@ def test_a_scope_left_out_of_the_subscription_is_left_out_of_the_digest(
     (message,) = mail.outbox
     assert "api-layer core/prefers" in message.body
     assert "Redis" not in message.body and "Candidates" not in message.body
+
+
+def test_values_are_escaped_in_the_html_and_left_as_they_are_in_the_text(scope, steward, member):
+    write(member, "shoply", "core/uses", "<b>Redis</b> & co", "session-log")
+    send_digest(with_email(steward), now=NOW)
+    (message,) = mail.outbox
+    assert "<b>Redis</b> & co (session-log" in message.body
+    html = html_of(message)
+    assert "&lt;b&gt;Redis&lt;/b&gt; &amp; co" in html and "<b>Redis" not in html
