@@ -240,6 +240,32 @@ STORAGES = {
 
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
+# --- Email (the digests, docs/notifications.md) ---------------------------------
+# Django 6.1's MAILERS (the EMAIL_* settings are deprecated), read from the
+# environment's EMAIL_* variables. With DEBUG, messages are printed on the
+# console; otherwise they go out over SMTP to the server the environment
+# names. No password has a fallback: a server that needs one must be given it.
+# Read whatever DEBUG is, so a typo fails on a laptop too.
+_SMTP = {
+    "host": env_str("EMAIL_HOST", "localhost"),
+    "port": env_int("EMAIL_PORT", 25, minimum=1),
+    "username": env_str("EMAIL_HOST_USER"),
+    "password": env_str("EMAIL_HOST_PASSWORD"),
+    "use_tls": env_bool("EMAIL_USE_TLS", False),
+    "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),
+}
+if _SMTP["username"] and not _SMTP["password"] and not DEBUG:
+    raise ImproperlyConfigured("EMAIL_HOST_PASSWORD must be set when EMAIL_HOST_USER is")
+MAILERS = {
+    "default": (
+        {"BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        if DEBUG
+        else {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": _SMTP}
+    )
+}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "claimgraph@localhost")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
 # --- Security -----------------------------------------------------------------
 from django.utils.csp import CSP  # noqa: E402
 
@@ -360,6 +386,14 @@ CLAIMGRAPH_NOTIFY_LOOKBACK_HOURS = env_int("CLAIMGRAPH_NOTIFY_LOOKBACK_HOURS", 2
 CLAIMGRAPH_NOTIFY_WATCH_SECONDS = env_float(
     "CLAIMGRAPH_NOTIFY_WATCH_SECONDS", 300.0, minimum=1, maximum=86_400
 )
+# The email digests: how often a worker looks for hourly and daily digests
+# that are due, and the hour (UTC) a daily digest's day starts at.
+CLAIMGRAPH_DIGEST_CHECK_SECONDS = env_float(
+    "CLAIMGRAPH_DIGEST_CHECK_SECONDS", 300.0, minimum=1, maximum=3_600
+)
+CLAIMGRAPH_DIGEST_DAILY_HOUR = env_int("CLAIMGRAPH_DIGEST_DAILY_HOUR", 7)
+if CLAIMGRAPH_DIGEST_DAILY_HOUR > 23:
+    raise ImproperlyConfigured("CLAIMGRAPH_DIGEST_DAILY_HOUR must be an hour of the day, 0 to 23")
 # The judge (SPEC §7): the confidence a verdict needs before ``judge --resolve``
 # acts on it (memories.core.verdicts.may_act).
 CLAIMGRAPH_JUDGE_MIN_CONFIDENCE = env_float(

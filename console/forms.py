@@ -15,6 +15,10 @@ from memories.core.decisions import MAX_EPISODE_LENGTH, unstorable
 from memories.core.text import MAX_REASON_LENGTH
 from memories.store.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 from memories.store.vocabulary import load_vocabulary
+from notifications.email.contents import DIGEST_KINDS, stewarded_scope_ids, subscribed
+from notifications.email.models import DigestPreference, Frequency
+from notifications.email.sending import frequency_of
+from notifications.models import EventKind
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
@@ -331,6 +335,96 @@ class TokenForm(StorableTextForm):
         max_length=MAX_NAME_LENGTH,
         help_text="What the token is for, e.g. the agent that will use it.",
     )
+
+
+class SubscriptionsField(forms.MultipleChoiceField):
+    """The digest grid's checked boxes (``<scope id>:<kind>``), in scopes the account stewards."""
+
+    def __init__(self, *, stewarded: set[int], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.stewarded = stewarded
+
+    def validate(self, value: list[str]) -> None:
+        # Said per value rather than as Django's "not one of the available
+        # choices": which part is wrong, and nothing of a scope not the viewer's.
+        for chosen in value:
+            scope_id, _, kind = chosen.partition(":")
+            if not scope_id.isdigit() or not kind:
+                raise forms.ValidationError(
+                    f"“{chosen[:60]}” is not a scope and a kind of event.", code="malformed"
+                )
+            if kind not in DIGEST_KINDS:
+                raise forms.ValidationError(
+                    f"“{kind[:40]}” is not a kind of event a digest tells of.", code="kind"
+                )
+            if int(scope_id) not in self.stewarded:
+                raise forms.ValidationError(
+                    "You can only subscribe to scopes you steward.", code="not_steward"
+                )
+
+
+class DigestForm(StorableTextForm):
+    """The account page's email digest: how often, and which kinds of which stewarded scopes."""
+
+    frequency = forms.ChoiceField(
+        label="Send me a digest", choices=Frequency.choices, widget=forms.RadioSelect
+    )
+    own_challenges = forms.BooleanField(
+        label="Tell me how my own challenges end", required=False, initial=True
+    )
+
+    def __init__(self, *args, user, **kwargs) -> None:
+        preference = DigestPreference.objects.filter(user=user).first()
+        chosen = subscribed(user, preference)
+        kwargs.setdefault(
+            "initial",
+            {
+                "frequency": frequency_of(user, preference),
+                "own_challenges": preference.own_challenges if preference else True,
+                "subscriptions": [
+                    f"{scope_id}:{kind}" for scope_id, kinds in chosen.items() for kind in kinds
+                ],
+            },
+        )
+        super().__init__(*args, **kwargs)
+        stewarded = stewarded_scope_ids(user)
+        self.scopes = list(Scope.objects.filter(pk__in=stewarded).order_by("name"))
+        self.fields["subscriptions"] = SubscriptionsField(
+            label="Scopes and kinds of event",
+            required=False,
+            stewarded=stewarded,
+            choices=[
+                (f"{scope.pk}:{kind}", f"{scope.name}: {EventKind(kind).label}")
+                for scope in self.scopes
+                for kind in DIGEST_KINDS
+            ],
+        )
+
+    def grid(self) -> list[tuple[Scope, list[tuple[str, str, bool]]]]:
+        """Each stewarded scope with a box per kind: (value, kind's label, checked)."""
+        checked = set(self["subscriptions"].value() or ())
+        return [
+            (
+                scope,
+                [
+                    (f"{scope.pk}:{kind}", EventKind(kind).label, f"{scope.pk}:{kind}" in checked)
+                    for kind in DIGEST_KINDS
+                ],
+            )
+            for scope in self.scopes
+        ]
+
+    @staticmethod
+    def kind_labels() -> list[str]:
+        return [EventKind(kind).label for kind in DIGEST_KINDS]
+
+    def chosen_subscriptions(self) -> dict[int, list[str]]:
+        """The checked boxes as the kinds chosen in each scope."""
+        chosen: dict[int, list[str]] = {}
+        for value in self.cleaned_data["subscriptions"]:
+            scope_id, _, kind = value.partition(":")
+            chosen.setdefault(int(scope_id), []).append(kind)
+        return chosen
 
 
 class WithdrawalForm(StorableTextForm):

@@ -12,6 +12,7 @@ from console.views import (
     entities,
     facts,
     health,
+    notices,
     queues,
     search,
     withdrawals,
@@ -54,4 +55,6 @@ urlpatterns = [
     path("account/", account.account, name="account"),
     path("account/tokens/", account.issue, name="issue-token"),
     path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),
+    path("account/digest/", notices.choose, name="digest-choose"),
+    path("digest/unsubscribe/<str:token>/", notices.unsubscribe, name="digest-unsubscribe"),
 ]

@@ -9,11 +9,12 @@ only if the events commit, and nothing is sent before they do.
 
 from collections.abc import Callable, Sequence
 
+from notifications.email import sending
 from notifications.models import Event
 
 Channel = Callable[[Sequence[Event]], None]
 
-CHANNELS: tuple[Channel, ...] = ()
+CHANNELS: tuple[Channel, ...] = (sending.on_events,)
 
 
 def announce(events: Sequence[Event]) -> None:

@@ -9,6 +9,9 @@ from django.db.models import Q
 from memories.store.models import Scope
 from memories.store.roles import is_global_steward, steward_scope_ids
 
+# The channels' own models live in their subpackages; imported here so Django finds them.
+from notifications.email.models import DigestPreference, DigestSubscription  # noqa: F401
+
 # The version of the body's shape (docs/notifications.md): a change that could
 # break a receiver gets a new one.
 SCHEMA = "claimgraph.event/1"

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from admissions import worker
 from memories.maintenance.tasks import PeriodicJob
+from notifications.email.sending import send_due_digests_task
 from notifications.feed import record_events_task
 from notifications.watch import record_watch_events_task
 
@@ -25,5 +26,11 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         record_watch_events_task,
         lambda: settings.CLAIMGRAPH_NOTIFY_WATCH_SECONDS,
         first_after=60.0,
+    ),
+    # The hourly and daily email digests that are due (each account's once a period).
+    PeriodicJob(
+        "email digests",
+        send_due_digests_task,
+        lambda: settings.CLAIMGRAPH_DIGEST_CHECK_SECONDS,
     ),
 )
