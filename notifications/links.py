@@ -13,9 +13,14 @@ from django.urls import reverse
 from memories.store.models import Fact, Scope
 
 
+def absolute(path: str) -> str:
+    """A console path as a link that works away from the site (a receiver, a mail client)."""
+    return settings.CLAIMGRAPH_SITE_URL + path
+
+
 def console_url(name: str, **kwargs: Any) -> str:
     """The absolute address of the console page ``name``."""
-    return settings.CLAIMGRAPH_SITE_URL + reverse(name, kwargs=kwargs or None)
+    return absolute(reverse(name, kwargs=kwargs or None))
 
 
 def scope_of(scope: Scope) -> dict[str, Any]:

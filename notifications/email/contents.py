@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db.models import Q
 from django.urls import reverse
 
@@ -24,6 +23,7 @@ from admissions.selectors import candidates, open_challenge_entries
 from memories.store.models import Conflict, Fact, Scope
 from memories.store.roles import is_global_steward, steward_scope_ids
 from notifications.email.models import DigestPreference
+from notifications.links import absolute
 from notifications.models import Event, EventKind
 
 # The kinds a digest tells of, per scope. A queue's kind lists what waits in
@@ -115,11 +115,6 @@ class Digest:
         if self.news:
             parts.append(f"news: {len(self.news)}")
         return "claimgraph: " + ", ".join(parts)
-
-
-def absolute(path: str) -> str:
-    """A console path as a link that works in a mail client."""
-    return settings.CLAIMGRAPH_SITE_URL + path
 
 
 def stewarded_scope_ids(user) -> set[int]:

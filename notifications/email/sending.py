@@ -28,10 +28,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memories.maintenance.tasks import enqueue_on_commit
-from notifications.email.contents import Digest, absolute, build_digest, subscribed
+from notifications.email.contents import Digest, build_digest, subscribed
 from notifications.email.models import STEWARD_DEFAULT, DigestPreference, Frequency
 from notifications.email.schedule import due_period
 from notifications.email.unsubscribe import unsubscribe_url
+from notifications.links import absolute
 from notifications.models import Event
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core import signing
 from django.urls import reverse
 
-from notifications.email.contents import absolute
+from notifications.links import absolute
 
 SALT = "claimgraph.notifications.digest.unsubscribe"
 
