@@ -160,7 +160,7 @@ def test_the_snapshot_is_a_daily_periodic_job_of_the_worker_with_a_first_run_soo
     assert QueueSnapshot.objects.count() == 8
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_snapshots_taken_at_once_by_several_workers_record_one_row_per_queue(queues):
     results = race(lambda hour: take_queue_snapshot(now=NOW + timedelta(hours=hour)), [0, 1, 2])
     assert all(result["day"] == "2026-06-10" for result in results)
