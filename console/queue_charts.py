@@ -16,8 +16,8 @@ What it draws, one slot per day from 30 days ago to today:
   the larger of the oldest age and the queue's target, labelled at the top
   right), broken where nothing waited or no snapshot was taken;
 - the queue's target age as a dashed line on the age scale, when given;
-- a day without a snapshot is a gap: no bar, no point, a dotted baseline,
-  never a zero (nobody knows what waited then).
+- a day without a snapshot is a gap: no bar, no point, a pale band over its
+  slot, never a zero (nobody knows what waited then).
 
 The same picture in words (``description``), for the SVG's ``<desc>`` and
 the caption under it: "12 waiting today, the oldest 3 days old; 30 days ago 4."
@@ -30,7 +30,7 @@ from datetime import date, timedelta
 # The chart spans today and the DAYS days before it.
 DAYS = 30
 WIDTH = 300
-HEIGHT = 104
+HEIGHT = 112
 PLOT_LEFT = 4
 PLOT_RIGHT = WIDTH - 4
 PLOT_TOP = 18
@@ -63,10 +63,10 @@ class Bar:
 
 @dataclass(frozen=True)
 class Gap:
-    """A day without a snapshot: a stretch of baseline drawn dotted."""
+    """A day without a snapshot: a pale band over its slot."""
 
-    x1: float
-    x2: float
+    x: float
+    width: float
     title: str
 
 
@@ -107,6 +107,10 @@ class QueueChart:
     description: str
 
     @property
+    def plot_height(self) -> float:
+        return self.plot_bottom - self.plot_top
+
+    @property
     def empty(self) -> bool:
         """Whether no day of the window has a snapshot (there is nothing to draw)."""
         return not self.bars
@@ -140,7 +144,7 @@ def queue_chart(
         day = first + timedelta(days=offset)
         found = shown.get(day)
         if found is None:
-            gaps.append(Gap(round(left(day), 1), round(left(day) + slot, 1), f"{day}: no snapshot"))
+            gaps.append(Gap(round(left(day), 1), round(slot, 1), f"{day}: no snapshot"))
             drawing = False
             continue
         bar_height = max(found.size / size_top * height, ZERO_HEIGHT)

@@ -43,6 +43,11 @@ def test_a_day_without_a_snapshot_is_a_gap_and_an_empty_queue_a_zero():
     assert zero.zero and zero.height == ZERO_HEIGHT and zero.y == PLOT_BOTTOM - ZERO_HEIGHT
     assert not four.zero and four.y == PLOT_TOP and four.height == PLOT_BOTTOM - PLOT_TOP
     assert [gap.title for gap in chart.gaps][-1] == f"{ago(1)}: no snapshot"
+    slot = (PLOT_RIGHT - PLOT_LEFT) / (DAYS + 1)
+    yesterday = chart.gaps[-1]
+    assert yesterday.width == pytest.approx(slot, abs=0.1)
+    assert yesterday.x == pytest.approx(PLOT_RIGHT - 2 * slot, abs=0.1)
+    assert four.x > yesterday.x + yesterday.width  # today's bar in the next slot
     assert zero.title == f"{ago(2)}: none waiting"
     assert four.title == f"{TODAY}: 4 waiting, the oldest 24 hours old"
 

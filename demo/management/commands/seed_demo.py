@@ -46,6 +46,7 @@ DEMO_SCOPE = "demo"
 # (counted back from today) it leaves out, as if the worker had been down.
 HISTORY_DAYS = 30
 HISTORY_GAPS = (12, 11)
+DAY_SECONDS = 86_400
 # Where the challenger stands at its flood cap (see the module's docstring).
 FLOOD_SCOPE = "demo-agents"
 
@@ -400,14 +401,20 @@ def record_demo_history(scope: Scope, *, now: datetime) -> int:
     for queue, figures in waiting(Scope.objects.filter(pk=scope.pk), every=True).items():
         drift = rng.choice([-3, -2, 2, 3])
         oldest_age = (now - figures.oldest).total_seconds() if figures.oldest else 0.0
-        for back in range(1, HISTORY_DAYS + 1):
+        running = rng.uniform(0.2, 2) * DAY_SECONDS
+        for back in range(HISTORY_DAYS, 0, -1):
+            # Before today's oldest item was recorded, an older one waited a
+            # day longer each day until a steward took it (a sawtooth).
+            running = (
+                running + DAY_SECONDS if rng.random() > 0.2 else rng.uniform(0.2, 2) * DAY_SECONDS
+            )
             if back in HISTORY_GAPS:
                 continue
             day = today - timedelta(days=back)
             size = max(0, round(figures.count + drift * back / HISTORY_DAYS + rng.randint(-1, 1)))
-            age = oldest_age - back * 86_400
+            age = oldest_age - back * DAY_SECONDS
             if age <= 0:
-                age = rng.uniform(0.2, 3) * 86_400
+                age = running
             rows.append(
                 QueueSnapshot(
                     day=day,
