@@ -26,11 +26,12 @@ They exist so a status read costs the same whatever the length of the history
 """
 
 import uuid
+from datetime import date
 
 import pgtrigger
 from django.conf import settings
 from django.db import models
-from django.db.models import CharField, Exists, F, Func, IntegerField, OuterRef, Q
+from django.db.models import CharField, Exists, F, Func, IntegerField, Max, OuterRef, Q, Sum
 from django.db.models.lookups import Exact, GreaterThan
 
 from memories.store.models import Fact, Scope
@@ -337,3 +338,60 @@ class ChallengeRank(models.Model):
 
     def __str__(self) -> str:
         return f"{self.challenge_id} #{self.position}"
+
+
+class QueueKind(models.TextChoices):
+    """The review queues (``admissions.queues`` counts them), with the dashboard's labels."""
+
+    CONFLICTS = "conflicts", "Open conflicts"
+    CANDIDATES = "candidates", "Candidates awaiting a verdict"
+    CHALLENGES = "challenges", "Open challenges"
+    SUSPENDED = "suspended", "Suspended facts"
+
+
+class QueueSnapshotQuerySet(models.QuerySet["QueueSnapshot"]):
+    def daily_totals(self, scopes, *, since: date) -> "models.QuerySet":
+        """Per queue and day from ``since`` on, over ``scopes``: the sizes summed, the oldest age.
+
+        A day with no row is absent, never a zero: the worker did not take
+        that day's snapshot, and nobody knows what waited then.
+        """
+        return (
+            self.filter(scope__in=scopes, day__gte=since)
+            .values("queue", "day")
+            .annotate(size=Sum("size"), oldest_age_seconds=Max("oldest_age_seconds"))
+            .order_by("queue", "day")
+        )
+
+
+class QueueSnapshot(models.Model):
+    """How many items of one queue of one scope waited on one day, and the oldest one's age.
+
+    Taken by the worker once a day (``admissions.snapshots``) with the
+    dashboard's own count (``admissions.queues.waiting``), and drawn on the
+    dashboard as the last 30 days. The first reading of a day stands
+    (``ON CONFLICT DO NOTHING``): see ``admissions.snapshots`` for why.
+    """
+
+    day = models.DateField()
+    scope = models.ForeignKey(Scope, on_delete=models.CASCADE, related_name="+")
+    queue = models.CharField(max_length=20, choices=QueueKind.choices)
+    size = models.PositiveIntegerField()
+    # Null exactly when the queue was empty: an empty queue has no oldest item.
+    oldest_age_seconds = models.PositiveBigIntegerField(null=True, blank=True)
+    taken_at = models.DateTimeField()
+
+    objects = QueueSnapshotQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["day", "scope", "queue"], name="one_snapshot_a_day"),
+            models.CheckConstraint(
+                condition=Q(size=0, oldest_age_seconds__isnull=True)
+                | Q(size__gt=0, oldest_age_seconds__isnull=False),
+                name="snapshot_oldest_age_iff_waiting",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.scope_id} {self.queue}: {self.size}"

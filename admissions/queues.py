@@ -14,12 +14,13 @@ from typing import Literal
 
 from django.db.models import Count, Min, QuerySet
 
-from admissions.models import ChallengeRank
+from admissions.models import ChallengeRank, QueueKind
 from admissions.selectors import candidates, in_effect, open_challenge_entries
 from memories.store.models import Conflict, Scope
 
 QueueName = Literal["conflicts", "candidates", "challenges", "suspended"]
-QUEUES: tuple[QueueName, ...] = ("conflicts", "candidates", "challenges", "suspended")
+# In the order the dashboard shows them; their labels are QueueKind's.
+QUEUES: tuple[QueueName, ...] = tuple(QueueKind.values)  # type: ignore[assignment]
 
 # A count stops here and says "1000+": counting a queue of a million
 # candidates would read them all on every visit.

@@ -1,4 +1,4 @@
-"""Every periodic job of the domain: the memory store's and the doctor's.
+"""Every periodic job of the domain: the memory store's, the doctor's and the queue snapshot's.
 
 ``manage.py worker`` (``notifications/management/commands/worker.py``) runs
 these. They are assembled here, at the top of the domain, because the
@@ -9,6 +9,7 @@ and the store's own jobs live, ``memories.maintenance.worker``) may not import.
 from django.conf import settings
 
 from admissions.doctor import doctor_task
+from admissions.snapshots import queue_snapshot_task
 from memories.maintenance import worker
 from memories.maintenance.tasks import PeriodicJob
 
@@ -21,5 +22,14 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         doctor_task,
         lambda: settings.CLAIMGRAPH_DOCTOR_SECONDS,
         first_after=60.0,
+    ),
+    # Today's size and oldest age of every queue, for the dashboard's charts.
+    # Its first run comes soon after start (``make run`` loads the demo
+    # before the worker starts), so a fresh site shows today's point at once.
+    PeriodicJob(
+        "queue snapshot",
+        queue_snapshot_task,
+        lambda: settings.CLAIMGRAPH_QUEUE_SNAPSHOT_SECONDS,
+        first_after=10.0,
     ),
 )

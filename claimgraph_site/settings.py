@@ -377,6 +377,12 @@ CLAIMGRAPH_CRAWLER_DECAY_THRESHOLD = env_float(
 CLAIMGRAPH_DOCTOR_SECONDS = env_float(
     "CLAIMGRAPH_DOCTOR_SECONDS", 3_600.0, minimum=1, maximum=604_800
 )
+# How often a worker takes the queue snapshot the dashboard's charts draw
+# (admissions.snapshots): once a day; the first reading of a day stands, so a
+# shorter period only re-reads nothing. Longer than a day would leave gaps.
+CLAIMGRAPH_QUEUE_SNAPSHOT_SECONDS = env_float(
+    "CLAIMGRAPH_QUEUE_SNAPSHOT_SECONDS", 86_400.0, minimum=1, maximum=86_400
+)
 CLAIMGRAPH_TASK_STUCK_MINUTES = env_int("CLAIMGRAPH_TASK_STUCK_MINUTES", 30, minimum=1)
 # Notifications (docs/notifications.md): how often a worker reads new events off
 # the records, how far back a pass looks for records without an event, and how

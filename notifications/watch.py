@@ -24,6 +24,7 @@ from django.tasks import task
 from django.urls import reverse
 from django.utils import timezone
 
+from admissions.models import QueueKind
 from admissions.queues import waiting
 from memories.store.models import DoctorRun, Scope, WorkerHeartbeat
 from notifications.channels import announce
@@ -36,12 +37,6 @@ QUEUE_PAGES = {
     "candidates": ("candidates", ""),
     "challenges": ("challenges", ""),
     "suspended": ("facts", "?status=suspended"),
-}
-QUEUE_LABELS = {
-    "conflicts": "open conflicts",
-    "candidates": "candidates awaiting a verdict",
-    "challenges": "open challenges",
-    "suspended": "suspended facts",
 }
 
 
@@ -71,6 +66,7 @@ def _overdue_queues(now: datetime) -> list[Event]:
             if found.oldest is None or now - found.oldest <= target:
                 continue
             page, query = QUEUE_PAGES[queue]
+            label = QueueKind(queue).label.lower()
             count = f"{found.count}{'+' if found.more else ''}"
             hours = int((now - found.oldest).total_seconds() // 3600)
             events.append(
@@ -81,7 +77,7 @@ def _overdue_queues(now: datetime) -> list[Event]:
                     source=f"queue:{queue}:{scope.pk}:{now.date().isoformat()}",
                     data={
                         "summary": (
-                            f"{count} {QUEUE_LABELS[queue]} in {scope.name}; the oldest has "
+                            f"{count} {label} in {scope.name}; the oldest has "
                             f"waited {hours} h, past its target of "
                             f"{settings.CLAIMGRAPH_QUEUE_TARGET_HOURS[queue]} h"
                         ),
@@ -89,7 +85,7 @@ def _overdue_queues(now: datetime) -> list[Event]:
                         "item": {
                             "type": "queue",
                             "id": queue,
-                            "title": QUEUE_LABELS[queue],
+                            "title": label,
                             "url": settings.CLAIMGRAPH_SITE_URL + reverse(page) + query,
                         },
                         "sides": [],

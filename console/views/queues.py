@@ -1,8 +1,9 @@
 """The dashboard, the candidates queue with batch review, and the challenges list."""
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from urllib.parse import urlencode
 from uuid import UUID
 
@@ -20,15 +21,17 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from admissions.actions import record_verdict
 from admissions.challenge_effects import challenges_of
-from admissions.models import Record, Role
-from admissions.queues import Waiting, waiting
+from admissions.models import QueueKind, QueueSnapshot, Record, Role
+from admissions.queues import QueueName, Waiting, waiting
 from admissions.selectors import (
     candidates,
     challenge_summaries,
     fact_status,
     open_challenge_entries,
 )
+from admissions.snapshots import snapshot_day
 from console.admission_forms import BatchReviewForm, CandidateFilterForm, ChallengeFilterForm
+from console.queue_charts import DAYS, Day, QueueChart, queue_chart
 from console.views.audit import in_words
 from console.views.common import HtmxHttpRequest, page_query, paginate, refusals, steward_scopes
 from memories.core.text import MAX_REASON_LENGTH
@@ -54,14 +57,17 @@ MY_CHALLENGES = 10
 
 @dataclass(frozen=True)
 class Queue:
-    """One count on the dashboard: its link, its oldest item, the age it should stay under."""
+    """One count on the dashboard: its link, its oldest item, the age it should stay under,
+    and its last 30 days drawn."""
 
+    name: QueueName
     label: str
     figures: Waiting
     url: str
     verb: str
     target: timedelta
     now: datetime
+    chart: QueueChart
 
     @property
     def count(self) -> int:
@@ -99,39 +105,28 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         queue: timedelta(hours=hours)
         for queue, hours in settings.CLAIMGRAPH_QUEUE_TARGET_HOURS.items()
     }
-    queues = [
-        Queue(
-            "Open conflicts",
-            counts["conflicts"],
-            reverse("conflicts"),
-            "opened",
-            targets["conflicts"],
-            now,
-        ),
-        Queue(
-            "Candidates awaiting a verdict",
-            counts["candidates"],
+    charts = _charts(scopes, today=snapshot_day(now), targets=targets)
+    links = {
+        "conflicts": (reverse("conflicts"), "opened"),
+        "candidates": (
             reverse("candidates") if is_steward else reverse("facts") + "?status=candidate",
             "recorded",
-            targets["candidates"],
-            now,
         ),
+        "challenges": (reverse("challenges"), "filed"),
+        "suspended": (reverse("facts") + "?status=suspended", "suspended"),
+    }
+    queues = [
         Queue(
-            "Open challenges",
-            counts["challenges"],
-            reverse("challenges"),
-            "filed",
-            targets["challenges"],
+            name,
+            QueueKind(name).label,
+            counts[name],
+            url,
+            verb,
+            targets[name],
             now,
-        ),
-        Queue(
-            "Suspended facts",
-            counts["suspended"],
-            reverse("facts") + "?status=suspended",
-            "suspended",
-            targets["suspended"],
-            now,
-        ),
+            charts[name],
+        )
+        for name, (url, verb) in links.items()
     ]
     context = {
         "queues": queues,
@@ -153,6 +148,20 @@ def dashboard(request: HtmxHttpRequest) -> HttpResponse:
         ),
     }
     return render(request, "console/dashboard.html", context)
+
+
+def _charts(
+    scopes: QuerySet[Scope], *, today: date, targets: dict[str, timedelta]
+) -> dict[QueueName, QueueChart]:
+    """Each queue's last ``DAYS`` days over ``scopes``, summed: the same scopes its count reads,
+    so the chart's latest day and the number above it tell one story."""
+    days: dict[str, list[Day]] = defaultdict(list)
+    for row in QueueSnapshot.objects.daily_totals(scopes, since=today - timedelta(days=DAYS)):
+        days[row["queue"]].append(Day(row["day"], row["size"], row["oldest_age_seconds"]))
+    return {
+        name: queue_chart(days[name], today=today, target_seconds=targets[name].total_seconds())
+        for name in QueueKind.values
+    }
 
 
 # --- candidates -------------------------------------------------------------------------

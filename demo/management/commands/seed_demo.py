@@ -7,6 +7,13 @@ challenges, resolved conflicts and refuted challenges for history, receipts
 (outcomes), an entity merge and a private fact. Times are spread over the
 last five weeks so ages and decay show.
 
+The dashboard's charts draw the daily queue snapshots the worker takes, and a
+new site has none before today. So the demo also writes 30 days of made-up
+past snapshots for its scopes (:func:`record_demo_history`): invented
+numbers, clearly demo data, that end near what each queue holds now, with
+two days missing (as if the worker had been down) to show what a gap looks
+like. Today's point is the worker's real one, taken soon after it starts.
+
 The account past its flood cap has a scope of its own, ``demo-agents``,
 whose facts are all admitted already: the cap is a share of a scope's
 admitted facts (SPEC §6), so in the main scope every candidate a steward
@@ -15,8 +22,9 @@ challenger would no longer be at its cap. With no candidates in its scope,
 nothing the demo invites a steward to do changes that cap.
 """
 
+import random
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
@@ -24,6 +32,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from admissions.actions import file_challenge, record_verdict, refute_challenge
+from admissions.models import QueueSnapshot
+from admissions.queues import waiting
+from admissions.snapshots import snapshot_day
 from memories.store.lookups import find_entity
 from memories.store.models import Scope
 from memories.store.roles import STEWARDS_GROUP
@@ -31,6 +42,11 @@ from memories.write.actions import assert_fact, invalidate_fact, record_outcome,
 from memories.write.merges import merge_entities
 
 DEMO_SCOPE = "demo"
+# How many past days of made-up queue snapshots the demo writes, and the days
+# (counted back from today) it leaves out, as if the worker had been down.
+HISTORY_DAYS = 30
+HISTORY_GAPS = (12, 11)
+DAY_SECONDS = 86_400
 # Where the challenger stands at its flood cap (see the module's docstring).
 FLOOD_SCOPE = "demo-agents"
 
@@ -60,6 +76,7 @@ class Command(BaseCommand):
                     member=User.objects.get(username="member"),
                     challenger=User.objects.get(username="challenger"),
                 ).load()
+                record_demo_history(scope, now=timezone.now())
             self.stdout.write(
                 self.style.SUCCESS(f"Loaded the demo data into scope {DEMO_SCOPE!r}.")
             )
@@ -78,6 +95,7 @@ class Command(BaseCommand):
                     steward=User.objects.get(username="steward"),
                     challenger=User.objects.get(username="challenger"),
                 ).load()
+                record_demo_history(flood_scope, now=timezone.now())
             self.stdout.write(
                 self.style.SUCCESS(f"Loaded the flood-cap demo into scope {FLOOD_SCOPE!r}.")
             )
@@ -366,3 +384,50 @@ class Flood(Demo):
                 evidence=[{"ref": ref, "quote": ""}],
                 now=self.tick(1),
             )
+
+
+def record_demo_history(scope: Scope, *, now: datetime) -> int:
+    """Made-up queue snapshots of ``scope`` for the ``HISTORY_DAYS`` days before today.
+
+    Demo data only, never a measurement: each queue's size wanders (a seeded
+    random walk, so every run draws the same picture) towards what the queue
+    holds now, and its oldest age is the current oldest item's, younger by a
+    day per day back, or a fresher item's before that one was recorded. How
+    many rows it wrote.
+    """
+    today = snapshot_day(now)
+    rng = random.Random(f"claimgraph demo history {scope.name}")
+    rows = []
+    for queue, figures in waiting(Scope.objects.filter(pk=scope.pk), every=True).items():
+        drift = rng.choice([-3, -2, 2, 3])
+        oldest_age = (now - figures.oldest).total_seconds() if figures.oldest else 0.0
+        running = rng.uniform(0.2, 2) * DAY_SECONDS
+        for back in range(HISTORY_DAYS, 0, -1):
+            # Before today's oldest item was recorded, an older one waited a
+            # day longer each day until a steward took it (a sawtooth).
+            running = (
+                running + DAY_SECONDS if rng.random() > 0.2 else rng.uniform(0.2, 2) * DAY_SECONDS
+            )
+            if back in HISTORY_GAPS:
+                continue
+            day = today - timedelta(days=back)
+            size = max(0, round(figures.count + drift * back / HISTORY_DAYS + rng.randint(-1, 1)))
+            age = oldest_age - back * DAY_SECONDS
+            if age <= 0:
+                age = running
+            rows.append(
+                QueueSnapshot(
+                    day=day,
+                    scope=scope,
+                    queue=queue,
+                    size=size,
+                    oldest_age_seconds=int(age) if size else None,
+                    taken_at=_start_of(day),
+                )
+            )
+    return len(QueueSnapshot.objects.bulk_create(rows, ignore_conflicts=True))
+
+
+def _start_of(day: date) -> datetime:
+    # Where the worker's daily period starts (fixed on the UTC clock).
+    return datetime.combine(day, time(0, 0), tzinfo=UTC)
