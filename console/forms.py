@@ -15,6 +15,8 @@ from memories.core.decisions import MAX_EPISODE_LENGTH, unstorable
 from memories.core.text import MAX_REASON_LENGTH
 from memories.store.models import ConflictKind, Epistemic, Predicate, Scope, SourceType
 from memories.store.vocabulary import load_vocabulary
+from notifications.models import EventKind
+from notifications.webhook.addresses import MAX_URL_LENGTH
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
@@ -331,6 +333,34 @@ class TokenForm(StorableTextForm):
         max_length=MAX_NAME_LENGTH,
         help_text="What the token is for, e.g. the agent that will use it.",
     )
+
+
+class WebhookForm(StorableTextForm):
+    """A new webhook endpoint: its URL, one of the viewer's scopes, the event kinds it hears."""
+
+    url = forms.CharField(
+        label="Endpoint URL",
+        max_length=MAX_URL_LENGTH,
+        help_text="Where deliveries are POSTed (http or https).",
+    )
+    kinds = forms.MultipleChoiceField(
+        label="Events",
+        required=False,
+        choices=EventKind.choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every kind. A member hears only its own challenges' outcomes.",
+    )
+
+    def __init__(self, *args, scopes, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = ListedChoiceField(
+            queryset=scopes,
+            to_field_name="name",
+            empty_label=None,
+            label="Scope",
+            help_text="A scope you steward, or one you are a member of (challenge outcomes).",
+        )
+        self.order_fields(["url", "scope", "kinds"])
 
 
 class WithdrawalForm(StorableTextForm):

@@ -14,6 +14,7 @@ from console.views import (
     health,
     queues,
     search,
+    webhooks,
     withdrawals,
 )
 
@@ -54,4 +55,15 @@ urlpatterns = [
     path("account/", account.account, name="account"),
     path("account/tokens/", account.issue, name="issue-token"),
     path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),
+    path("account/webhooks/", webhooks.add, name="webhook-add"),
+    path("account/webhooks/<int:endpoint_id>/", webhooks.endpoint, name="webhook-endpoint"),
+    path("account/webhooks/<int:endpoint_id>/rotate/", webhooks.rotate, name="webhook-rotate"),
+    path("account/webhooks/<int:endpoint_id>/remove/", webhooks.remove, name="webhook-remove"),
+    path("account/webhooks/<int:endpoint_id>/enable/", webhooks.enable, name="webhook-enable"),
+    path(
+        "account/webhooks/deliveries/<int:delivery_id>/redeliver/",
+        webhooks.resend,
+        name="webhook-redeliver",
+    ),
+    path("webhooks/receiver/", webhooks.receiver, name="webhook-receiver"),
 ]

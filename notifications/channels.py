@@ -10,10 +10,11 @@ only if the events commit, and nothing is sent before they do.
 from collections.abc import Callable, Sequence
 
 from notifications.models import Event
+from notifications.webhook.channel import on_events as webhooks
 
 Channel = Callable[[Sequence[Event]], None]
 
-CHANNELS: tuple[Channel, ...] = ()
+CHANNELS: tuple[Channel, ...] = (webhooks,)
 
 
 def announce(events: Sequence[Event]) -> None:

@@ -7,6 +7,11 @@ from django.db.models import Q
 from memories.store.models import Scope
 from memories.store.roles import is_global_steward, steward_scope_ids
 
+# The channels' own models, imported so the app's registry holds them.
+from notifications.webhook.models import Attempt, Delivery, Endpoint
+
+__all__ = ["SCHEMA", "Attempt", "Delivery", "Endpoint", "Event", "EventKind", "EventQuerySet"]
+
 # The version of the body's shape (docs/notifications.md): a change that could
 # break a receiver gets a new one.
 SCHEMA = "claimgraph.event/1"

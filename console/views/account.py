@@ -11,6 +11,7 @@ from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken
 from console.forms import TokenForm
 from console.views.common import HtmxHttpRequest
+from console.views.webhooks import webhook_context
 from memories.store.errors import NotFound, Rejected, StateConflict
 
 TEMPLATE = "console/account.html"
@@ -24,6 +25,7 @@ def _page(
         "form": form,
         "tokens": ApiToken.objects.filter(user=request.user),
         "secret": secret,
+        **webhook_context(request),
     }
     template = f"{TEMPLATE}#tokens" if request.htmx else TEMPLATE
     return render(request, template, context, status=status)
