@@ -28,6 +28,7 @@ from console.views.common import HtmxHttpRequest, add_rejection, done, refusals
 from memories.store.errors import Forbidden, Rejected
 from memories.store.models import Scope
 from notifications.webhook.actions import (
+    DEMO_RECEIVER_PATH,
     create_endpoint,
     enable_endpoint,
     endpoint_of,
@@ -41,8 +42,6 @@ TEMPLATE = "console/webhook.html"
 ADD_TEMPLATE = "console/webhook_add.html"
 # The deliveries an endpoint's page shows, newest first.
 SHOWN_DELIVERIES = 50
-# The demo endpoint's URL path (demo/management/commands/seed_demo.py points it here).
-RECEIVER_PATH = "/webhooks/receiver/"
 
 
 def webhook_context(request: HtmxHttpRequest, form: WebhookForm | None = None) -> dict:
@@ -162,7 +161,7 @@ def receiver(request: HttpRequest) -> HttpResponse:
     """
     if not settings.CLAIMGRAPH_WEBHOOK_RECEIVER:
         raise Http404
-    secrets = Endpoint.objects.filter(url__endswith=RECEIVER_PATH).values_list(
+    secrets = Endpoint.objects.filter(url__endswith=DEMO_RECEIVER_PATH).values_list(
         "secret", "previous_secret"
     )
     headers = {name: request.headers.get(name, "") for name in _SIGNED_HEADERS}

@@ -22,6 +22,11 @@ from notifications.webhook.deliveries import queue_delivery
 from notifications.webhook.models import Delivery, Endpoint
 from notifications.webhook.signing import new_secret
 
+# The console's demo receiver (``console.views.webhooks.receiver``), where the
+# demo's endpoint delivers: a receiver checks signatures with the secrets of
+# the endpoints whose URL ends in this path.
+DEMO_RECEIVER_PATH = "/webhooks/receiver/"
+
 # What a member (not a steward) of a scope may subscribe to: its own challenges' outcomes.
 MEMBER_KINDS = (EventKind.CHALLENGE_SETTLED.value,)
 

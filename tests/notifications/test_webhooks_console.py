@@ -216,7 +216,7 @@ def test_the_actions_need_the_csrf_token(scope, scope_steward):
 
 def test_the_demo_receiver_accepts_a_good_signature_only(scope, scope_steward, settings):
     settings.CLAIMGRAPH_WEBHOOK_RECEIVER = True
-    endpoint, secret = create_endpoint(
+    _, secret = create_endpoint(
         owner=scope_steward, scope=scope, url="http://127.0.0.1:8000/webhooks/receiver/"
     )
     body = body_bytes({"type": "conflict.opened"})
