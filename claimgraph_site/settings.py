@@ -387,5 +387,7 @@ CLAIMGRAPH_WEBHOOK_ALLOWED_HOSTS = [
         "CLAIMGRAPH_WEBHOOK_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "::1"] if DEBUG else []
     )
 ]
+# How many days an endpoint's delivery log keeps a finished delivery.
+CLAIMGRAPH_WEBHOOK_LOG_DAYS = env_int("CLAIMGRAPH_WEBHOOK_LOG_DAYS", 30, minimum=1)
 # The console's demo receiver (POST /webhooks/receiver/): on in local work only.
 CLAIMGRAPH_WEBHOOK_RECEIVER = env_bool("CLAIMGRAPH_WEBHOOK_RECEIVER", DEBUG)

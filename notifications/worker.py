@@ -7,5 +7,10 @@ notifications read every app below them.
 
 from admissions import worker
 from memories.maintenance.tasks import PeriodicJob
+from notifications.webhook.deliveries import forget_old_deliveries_task
 
-PERIODIC_JOBS: tuple[PeriodicJob, ...] = (*worker.PERIODIC_JOBS,)
+PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
+    *worker.PERIODIC_JOBS,
+    # The webhook delivery logs' window, kept once a day.
+    PeriodicJob("webhook delivery log", forget_old_deliveries_task, lambda: 86_400.0),
+)

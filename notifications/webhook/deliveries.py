@@ -53,6 +53,23 @@ def deliver_task(delivery_id: int) -> dict[str, Any]:
     }
 
 
+@task
+def forget_old_deliveries_task() -> dict[str, int]:
+    """Empty the delivery logs of what is older than ``CLAIMGRAPH_WEBHOOK_LOG_DAYS`` (daily)."""
+    return {"forgotten": forget_old_deliveries(now=timezone.now())}
+
+
+def forget_old_deliveries(*, now: datetime) -> int:
+    """Delete finished deliveries (and their attempts) made before the log's window; how many.
+
+    A pending one stays, whatever its age: its retry still reads it.
+    """
+    before = now - timedelta(days=settings.CLAIMGRAPH_WEBHOOK_LOG_DAYS)
+    old = Delivery.objects.filter(created_at__lt=before).exclude(state=DeliveryState.PENDING)
+    forgotten, _ = old.delete()
+    return forgotten
+
+
 def queue_delivery(delivery: Delivery, *, run_after: datetime | None = None) -> None:
     """Enqueue ``delivery``'s next attempt, in the caller's transaction (so only if it commits)."""
     queued = deliver_task if run_after is None else deliver_task.using(run_after=run_after)

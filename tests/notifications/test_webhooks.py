@@ -18,9 +18,10 @@ from notifications.channels import announce
 from notifications.models import Event, EventKind
 from notifications.webhook.actions import create_endpoint, rotate_secret
 from notifications.webhook.addresses import forbidden_reason
-from notifications.webhook.deliveries import attempt_delivery, backoff
+from notifications.webhook.deliveries import attempt_delivery, backoff, forget_old_deliveries
 from notifications.webhook.models import Delivery, DeliveryState, Endpoint
 from notifications.webhook.sending import retryable_status
+from notifications.worker import PERIODIC_JOBS
 from tests.notifications.receiver import Answer, Receiver
 from tests.taskqueue import run_queued_tasks, task_statuses
 
@@ -367,3 +368,18 @@ def test_a_delivery_that_succeeds_ends_the_failing_streak(scope, scope_steward):
         attempt_delivery(delivery.pk, now=datetime.now(UTC))
         endpoint.refresh_from_db()
         assert endpoint.failing_since is None and endpoint.active
+
+
+def test_the_log_forgets_finished_deliveries_past_its_window_but_never_a_pending_one(
+    scope, scope_steward
+):
+    create_endpoint(owner=scope_steward, scope=scope, url="https://h.example/")
+    record_event(scope)
+    record_event(scope)
+    old, pending = Delivery.objects.order_by("id")
+    long_ago = timezone.now() - timedelta(days=31)
+    Delivery.objects.filter(pk=old.pk).update(state=DeliveryState.FAILED, created_at=long_ago)
+    Delivery.objects.filter(pk=pending.pk).update(created_at=long_ago)
+    forget_old_deliveries(now=timezone.now())
+    assert list(Delivery.objects.values_list("pk", flat=True)) == [pending.pk]
+    assert "webhook delivery log" in [job.name for job in PERIODIC_JOBS]
