@@ -405,3 +405,37 @@ if CLAIMGRAPH_DIGEST_DAILY_HOUR > 23:
 CLAIMGRAPH_JUDGE_MIN_CONFIDENCE = env_float(
     "CLAIMGRAPH_JUDGE_MIN_CONFIDENCE", 0.9, minimum=0, maximum=1
 )
+
+# --- webhooks (notifications/webhook, docs/notifications.md "Webhooks") ------------
+# Each delivery attempt's time limit, in seconds (connect, send and read).
+CLAIMGRAPH_WEBHOOK_TIMEOUT_SECONDS = env_float(
+    "CLAIMGRAPH_WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1, maximum=60
+)
+# Attempts per delivery (the first and its retries), and the wait before the
+# first retry: each later wait is four times the one before, at most 12 hours.
+CLAIMGRAPH_WEBHOOK_MAX_ATTEMPTS = env_int("CLAIMGRAPH_WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
+CLAIMGRAPH_WEBHOOK_RETRY_SECONDS = env_float(
+    "CLAIMGRAPH_WEBHOOK_RETRY_SECONDS", 10.0, minimum=0, maximum=86_400
+)
+# After a secret's rotation the previous secret signs too, for this long.
+CLAIMGRAPH_WEBHOOK_ROTATION_OVERLAP_HOURS = env_float(
+    "CLAIMGRAPH_WEBHOOK_ROTATION_OVERLAP_HOURS", 24.0, minimum=0, maximum=24 * 30
+)
+# An endpoint failing every attempt for this long is disabled and its owner told.
+CLAIMGRAPH_WEBHOOK_DISABLE_AFTER_HOURS = env_float(
+    "CLAIMGRAPH_WEBHOOK_DISABLE_AFTER_HOURS", 24.0, minimum=0.01, maximum=24 * 30
+)
+# Hosts a delivery may reach although they resolve to a loopback, private,
+# link-local or otherwise internal address (comma-separated names or
+# addresses, as written in endpoint URLs). In local work: this machine, for
+# the demo's receiver page.
+CLAIMGRAPH_WEBHOOK_ALLOWED_HOSTS = [
+    host.lower().strip("[]")
+    for host in env_list(
+        "CLAIMGRAPH_WEBHOOK_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "::1"] if DEBUG else []
+    )
+]
+# How many days an endpoint's delivery log keeps a finished delivery.
+CLAIMGRAPH_WEBHOOK_LOG_DAYS = env_int("CLAIMGRAPH_WEBHOOK_LOG_DAYS", 30, minimum=1)
+# The console's demo receiver (POST /webhooks/receiver/): on in local work only.
+CLAIMGRAPH_WEBHOOK_RECEIVER = env_bool("CLAIMGRAPH_WEBHOOK_RECEIVER", DEBUG)

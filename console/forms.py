@@ -19,6 +19,7 @@ from notifications.email.contents import DIGEST_KINDS, stewarded_scope_ids, subs
 from notifications.email.models import DigestPreference, Frequency
 from notifications.email.sending import frequency_of
 from notifications.models import EventKind
+from notifications.webhook.addresses import MAX_URL_LENGTH
 
 PAGE_SIZES = (5, 10, 25, 50, 100)
 DEFAULT_PAGE_SIZE = 25
@@ -425,6 +426,34 @@ class DigestForm(StorableTextForm):
             scope_id, _, kind = value.partition(":")
             chosen.setdefault(int(scope_id), []).append(kind)
         return chosen
+
+
+class WebhookForm(StorableTextForm):
+    """A new webhook endpoint: its URL, one of the viewer's scopes, the event kinds it hears."""
+
+    url = forms.CharField(
+        label="Endpoint URL",
+        max_length=MAX_URL_LENGTH,
+        help_text="Where deliveries are POSTed (http or https).",
+    )
+    kinds = forms.MultipleChoiceField(
+        label="Events",
+        required=False,
+        choices=EventKind.choices,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every kind. A member hears only its own challenges' outcomes.",
+    )
+
+    def __init__(self, *args, scopes, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["scope"] = ListedChoiceField(
+            queryset=scopes,
+            to_field_name="name",
+            empty_label=None,
+            label="Scope",
+            help_text="A scope you steward, or one you are a member of (challenge outcomes).",
+        )
+        self.order_fields(["url", "scope", "kinds"])
 
 
 class WithdrawalForm(StorableTextForm):

@@ -15,6 +15,7 @@ from console.views import (
     notices,
     queues,
     search,
+    webhooks,
     withdrawals,
 )
 
@@ -57,4 +58,15 @@ urlpatterns = [
     path("account/tokens/<int:token_id>/revoke/", account.revoke, name="revoke-token"),
     path("account/digest/", notices.choose, name="digest-choose"),
     path("digest/unsubscribe/<str:token>/", notices.unsubscribe, name="digest-unsubscribe"),
+    path("account/webhooks/", webhooks.add, name="webhook-add"),
+    path("account/webhooks/<int:endpoint_id>/", webhooks.endpoint, name="webhook-endpoint"),
+    path("account/webhooks/<int:endpoint_id>/rotate/", webhooks.rotate, name="webhook-rotate"),
+    path("account/webhooks/<int:endpoint_id>/remove/", webhooks.remove, name="webhook-remove"),
+    path("account/webhooks/<int:endpoint_id>/enable/", webhooks.enable, name="webhook-enable"),
+    path(
+        "account/webhooks/deliveries/<int:delivery_id>/redeliver/",
+        webhooks.resend,
+        name="webhook-redeliver",
+    ),
+    path("webhooks/receiver/", webhooks.receiver, name="webhook-receiver"),
 ]

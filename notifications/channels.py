@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 
 from notifications.email import sending
 from notifications.models import Event
+from notifications.webhook.channel import on_events as webhooks
 
 Channel = Callable[[Sequence[Event]], None]
 
-CHANNELS: tuple[Channel, ...] = (sending.on_events,)
+CHANNELS: tuple[Channel, ...] = (sending.on_events, webhooks)
 
 
 def announce(events: Sequence[Event]) -> None:

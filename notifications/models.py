@@ -10,7 +10,20 @@ from memories.store.models import Scope
 from memories.store.roles import is_global_steward, steward_scope_ids
 
 # The channels' own models live in their subpackages; imported here so Django finds them.
-from notifications.email.models import DigestPreference, DigestSubscription  # noqa: F401
+from notifications.email.models import DigestPreference, DigestSubscription
+from notifications.webhook.models import Attempt, Delivery, Endpoint
+
+__all__ = [
+    "SCHEMA",
+    "Attempt",
+    "Delivery",
+    "DigestPreference",
+    "DigestSubscription",
+    "Endpoint",
+    "Event",
+    "EventKind",
+    "EventQuerySet",
+]
 
 # The version of the body's shape (docs/notifications.md): a change that could
 # break a receiver gets a new one.

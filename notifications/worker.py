@@ -12,6 +12,7 @@ from memories.maintenance.tasks import PeriodicJob
 from notifications.email.sending import send_due_digests_task
 from notifications.feed import record_events_task
 from notifications.watch import record_watch_events_task
+from notifications.webhook.deliveries import forget_old_deliveries_task
 
 PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
     *worker.PERIODIC_JOBS,
@@ -33,4 +34,6 @@ PERIODIC_JOBS: tuple[PeriodicJob, ...] = (
         send_due_digests_task,
         lambda: settings.CLAIMGRAPH_DIGEST_CHECK_SECONDS,
     ),
+    # The webhook delivery logs' window, kept once a day.
+    PeriodicJob("webhook delivery log", forget_old_deliveries_task, lambda: 86_400.0),
 )

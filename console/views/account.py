@@ -12,6 +12,7 @@ from accounts.actions import issue_token, revoke_token
 from accounts.models import ApiToken
 from console.forms import DigestForm, TokenForm
 from console.views.common import HtmxHttpRequest
+from console.views.webhooks import webhook_context
 from memories.store.errors import NotFound, Rejected, StateConflict
 
 TEMPLATE = "console/account.html"
@@ -31,6 +32,7 @@ def account_page(
         "form": form,
         "tokens": ApiToken.objects.filter(user=request.user),
         "secret": secret,
+        **webhook_context(request),
     }
     if not request.htmx:  # an htmx answer is the token section alone
         context["digest_form"] = digest_form or DigestForm(user=request.user)

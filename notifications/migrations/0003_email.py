@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
         ('memories', '0029_search'),
-        ('notifications', '0001_initial'),
+        ('notifications', '0002_webhooks'),
     ]
 
     operations = [

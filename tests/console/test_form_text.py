@@ -32,7 +32,11 @@ FOR_A_VIEWER = {
     memory_forms.SearchForm,
 }
 # The forms that take the scopes to choose from (those the viewer stewards).
-FOR_SCOPES = {memory_forms.WithdrawalForm, memory_forms.ConfirmWithdrawalForm}
+FOR_SCOPES = {
+    memory_forms.WithdrawalForm,
+    memory_forms.ConfirmWithdrawalForm,
+    memory_forms.WebhookForm,
+}
 FORMS = [
     *FOR_A_VIEWER,
     *FOR_SCOPES,

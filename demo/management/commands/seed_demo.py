@@ -26,6 +26,7 @@ import random
 import secrets
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -40,6 +41,8 @@ from memories.store.models import Scope
 from memories.store.roles import STEWARDS_GROUP
 from memories.write.actions import assert_fact, invalidate_fact, record_outcome, resolve_conflict
 from memories.write.merges import merge_entities
+from notifications.webhook.actions import DEMO_RECEIVER_PATH, create_endpoint
+from notifications.webhook.models import Endpoint
 
 DEMO_SCOPE = "demo"
 # How many past days of made-up queue snapshots the demo writes, and the days
@@ -100,6 +103,8 @@ class Command(BaseCommand):
                 self.style.SUCCESS(f"Loaded the flood-cap demo into scope {FLOOD_SCOPE!r}.")
             )
 
+        self.ensure_webhook(scope)
+
         if created_passwords:
             self.stdout.write("")
             self.stdout.write("Demo accounts (passwords are shown this once; keep them):")
@@ -110,6 +115,25 @@ class Command(BaseCommand):
             self.stdout.write(
                 "Demo accounts already exist (their passwords were printed when they were "
                 "created; `python manage.py changepassword NAME` sets a new one)."
+            )
+
+    def ensure_webhook(self, scope: Scope) -> None:
+        """One webhook endpoint of the steward's, delivering to the console's demo receiver.
+
+        Only where the receiver answers (CLAIMGRAPH_WEBHOOK_RECEIVER, on in
+        local work, whose allow-list lets deliveries reach this machine).
+        """
+        if not settings.CLAIMGRAPH_WEBHOOK_RECEIVER:
+            return
+        url = settings.CLAIMGRAPH_SITE_URL + DEMO_RECEIVER_PATH
+        endpoint = Endpoint.objects.filter(scope=scope, url=url).first()
+        if endpoint is None:
+            endpoint, _secret = create_endpoint(
+                owner=User.objects.get(username="steward"), scope=scope, url=url
+            )
+            self.stdout.write(
+                f"Added a webhook endpoint delivering the {scope.name!r} scope's events to {url};"
+                f" watch its deliveries at /account/webhooks/{endpoint.pk}/ (as steward)."
             )
 
     def ensure_accounts(self) -> list[tuple[str, str]]:
