@@ -48,6 +48,8 @@ FORMS = [
     admission_forms.CorrectForm,
     admission_forms.BatchReviewForm,
     memory_forms.RevertForm,
+    # Its fields are choices and a box: no text to hold to the rule.
+    memory_forms.DigestForm,
     TokenForm,
 ]
 TEXT_FIELDS = [
