@@ -143,7 +143,10 @@ class Command(BaseCommand):
             if User.objects.filter(username=username).exists():
                 continue
             password = secrets.token_urlsafe(12)
-            user = User.objects.create_user(username=username, password=password)
+            # example.org is reserved for examples: with DEBUG, mail is printed, never sent.
+            user = User.objects.create_user(
+                username=username, password=password, email=f"{username}@example.org"
+            )
             if is_steward:
                 user.groups.add(stewards)
             created.append((username, password))
