@@ -38,7 +38,7 @@ from admissions.models import Record, Role
 from admissions.selectors import candidates
 from memories.store.models import AuditEntry, Conflict, ConflictMember, Fact, Scope
 from notifications.channels import announce
-from notifications.links import console_url, fact_side, scope_of
+from notifications.links import console_url, fact_side, item, scope_of
 from notifications.models import Event, EventKind
 
 # The most events of one source a pass writes.
@@ -155,12 +155,9 @@ def _conflict_opened(entry: AuditEntry, conflict: Conflict) -> Event:
         entry,
         occurred_at=conflict.opened_at,
         summary=f"Conflict opened in {entry.scope.name} on {title}: {values}",
-        item={
-            "type": "conflict",
-            "id": str(conflict.pk),
-            "title": title,
-            "url": console_url("conflict", conflict_id=conflict.pk),
-        },
+        about=item(
+            "conflict", str(conflict.pk), title, console_url("conflict", conflict_id=conflict.pk)
+        ),
         sides=sides,
         conflict_kind=conflict.kind,
         rule=entry.rule,
@@ -179,12 +176,7 @@ def _challenge_filed(entry: AuditEntry, challenge: Record) -> Event:
             f"{challenge.author.username} challenged {fact} in {entry.scope.name}"
             f"{' with evidence' if challenge.evidence else ''}: {effect}"
         ),
-        item={
-            "type": "challenge",
-            "id": str(challenge.pk),
-            "title": str(fact),
-            "url": console_url("fact", fact_id=fact.pk),
-        },
+        about=item("challenge", str(challenge.pk), str(fact), console_url("fact", fact_id=fact.pk)),
         sides=[fact_side(fact, role="challenged")],
         challenger=challenge.author.username,
         ground=challenge.ground,
@@ -194,18 +186,18 @@ def _challenge_filed(entry: AuditEntry, challenge: Record) -> Event:
 
 
 def _automatic_change(entry: AuditEntry) -> Event:
-    item: dict[str, Any] = {
-        "type": "change",
-        "id": str(entry.pk),
-        "title": f"{entry.action} {entry.target_type} {entry.target_id}",
-        "url": console_url("changes"),
-    }
+    change = item(
+        "change",
+        str(entry.pk),
+        f"{entry.action} {entry.target_type} {entry.target_id}",
+        console_url("changes"),
+    )
     return _event(
         EventKind.CHANGE_AUTOMATIC,
         entry,
         occurred_at=entry.at,
         summary=f"Automatic change in {entry.scope.name}: {entry.action}, by {entry.rule}",
-        item=item,
+        about=change,
         sides=[],
         action=entry.action,
         rule=entry.rule,
@@ -220,7 +212,7 @@ def _event(
     *,
     occurred_at: datetime,
     summary: str,
-    item: dict,
+    about: dict,
     sides: list,
     **more: Any,
 ) -> Event:
@@ -232,7 +224,7 @@ def _event(
         data={
             "summary": summary,
             "scope": scope_of(entry.scope),
-            "item": item,
+            "item": about,
             "sides": sides,
             **more,
         },
@@ -271,12 +263,9 @@ def _challenge_settled(refutation: Record) -> Event:
                 f"challenge of {fact} in {refutation.scope.name}"
             ),
             "scope": scope_of(refutation.scope),
-            "item": {
-                "type": "challenge",
-                "id": str(challenge.pk),
-                "title": str(fact),
-                "url": console_url("fact", fact_id=fact.pk),
-            },
+            "item": item(
+                "challenge", str(challenge.pk), str(fact), console_url("fact", fact_id=fact.pk)
+            ),
             "sides": [fact_side(fact, role="challenged")],
             "outcome": outcome,
             "challenger": challenge.author.username,
@@ -305,12 +294,7 @@ def _candidate_waiting(fact: Fact) -> Event:
                 f" ({fact.source_type.name}, by {fact.author.username})"
             ),
             "scope": scope_of(fact.scope),
-            "item": {
-                "type": "fact",
-                "id": str(fact.pk),
-                "title": str(fact),
-                "url": console_url("fact", fact_id=fact.pk),
-            },
+            "item": item("fact", str(fact.pk), str(fact), console_url("fact", fact_id=fact.pk)),
             "sides": [fact_side(fact, role="candidate")],
             "author": fact.author.username,
         },

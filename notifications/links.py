@@ -23,6 +23,11 @@ def console_url(name: str, **kwargs: Any) -> str:
     return absolute(reverse(name, kwargs=kwargs or None))
 
 
+def item(kind: str, item_id: str, title: str, url: str) -> dict[str, str]:
+    """What an event is about (``data.item``): its kind, id, a title, the page that acts on it."""
+    return {"type": kind, "id": item_id, "title": title, "url": url}
+
+
 def scope_of(scope: Scope) -> dict[str, Any]:
     return {"id": scope.pk, "name": scope.name}
 

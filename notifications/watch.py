@@ -28,7 +28,7 @@ from admissions.models import QueueKind
 from admissions.queues import waiting
 from memories.store.models import DoctorRun, Scope, WorkerHeartbeat
 from notifications.channels import announce
-from notifications.links import console_url, scope_of
+from notifications.links import absolute, console_url, item, scope_of
 from notifications.models import Event, EventKind
 
 # The console page that lists each queue's items.
@@ -82,12 +82,12 @@ def _overdue_queues(now: datetime) -> list[Event]:
                             f"{settings.CLAIMGRAPH_QUEUE_TARGET_HOURS[queue]} h"
                         ),
                         "scope": scope_of(scope),
-                        "item": {
-                            "type": "queue",
-                            "id": queue,
-                            "title": label,
-                            "url": settings.CLAIMGRAPH_SITE_URL + reverse(page) + query,
-                        },
+                        "item": item(
+                            "queue",
+                            queue,
+                            label,
+                            absolute(reverse(page) + query),
+                        ),
                         "sides": [],
                         "queue": queue,
                         "count": found.count,
@@ -119,12 +119,12 @@ def _stale_workers(now: datetime) -> list[Event]:
                     f"at {beat.beat_at.isoformat()}"
                 ),
                 "scope": None,
-                "item": {
-                    "type": "worker",
-                    "id": beat.worker_id,
-                    "title": f"worker {beat.worker_id} on {beat.host}",
-                    "url": console_url("health"),
-                },
+                "item": item(
+                    "worker",
+                    beat.worker_id,
+                    f"worker {beat.worker_id} on {beat.host}",
+                    console_url("health"),
+                ),
                 "sides": [],
                 "host": beat.host,
                 "pid": beat.pid,
@@ -150,12 +150,7 @@ def _doctor_findings(now: datetime) -> list[Event]:
                     + "; ".join(violation.get("what", "") for violation in run.violations[:3])
                 ),
                 "scope": None,
-                "item": {
-                    "type": "doctor",
-                    "id": str(run.pk),
-                    "title": f"doctor run {run.pk}",
-                    "url": console_url("health"),
-                },
+                "item": item("doctor", str(run.pk), f"doctor run {run.pk}", console_url("health")),
                 "sides": [],
                 "violations": run.violations,
                 "capped": run.capped,
