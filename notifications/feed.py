@@ -87,10 +87,16 @@ def record_events(*, now: datetime) -> dict[str, int]:
     return {kind: count for kind, count in counts.items() if count}
 
 
-def _unannounced(rows: QuerySet, prefix: str, at: str) -> QuerySet:
-    """The oldest ``BATCH`` of ``rows`` with no event whose source is ``prefix:<pk>``."""
+def _unannounced(rows: QuerySet, prefix: str, at: str) -> list:
+    """The ids of the oldest ``BATCH`` of ``rows`` with no event whose source is ``prefix:<pk>``.
+
+    Ids alone: a pass that finds nothing (the usual one) plans and runs three
+    small statements, and the rows it does find are loaded with what their
+    events say in a statement each.
+    """
     source = Concat(Value(f"{prefix}:"), Cast(OuterRef("pk"), CharField()))
-    return rows.filter(~Exists(Event.objects.filter(source=source))).order_by(at, "pk")[:BATCH]
+    unannounced = rows.filter(~Exists(Event.objects.filter(source=source))).order_by(at, "pk")
+    return list(unannounced.values_list("pk", flat=True)[:BATCH])
 
 
 # --- audit entries ----------------------------------------------------------------------
@@ -104,8 +110,12 @@ def _announced_entries() -> QuerySet[AuditEntry]:
     ) | background.exclude(action__in=_PEOPLE_S_ACTS)
 
 
-def _from_audit(entries: QuerySet[AuditEntry]) -> list[Event]:
-    entries = list(entries.select_related("scope"))
+def _from_audit(ids: list[int]) -> list[Event]:
+    if not ids:
+        return []
+    entries = list(
+        AuditEntry.objects.filter(pk__in=ids).select_related("scope").order_by("at", "pk")
+    )
     conflicts = _conflicts([e.target_id for e in entries if e.action == OPENED_CONFLICT])
     challenges = _records([e.target_id for e in entries if e.action == FILED_CHALLENGE])
     events = []
@@ -234,17 +244,23 @@ def _event(
 # --- refutations: a challenge settled ---------------------------------------------------
 
 
-def _from_refutations(refutations: QuerySet[Record]) -> list[Event]:
-    found = refutations.select_related(
-        "scope",
-        "author",
-        "challenge__author",
-        "fact__subject",
-        "fact__predicate",
-        "fact__object_ref",
-        "fact__source_type",
-    ).annotate(corrected=Q(fact__superseded_by__isnull=False) | Q(fact__t_invalid__isnull=False))
-    return [_challenge_settled(refutation) for refutation in found]
+def _from_refutations(ids: list) -> list[Event]:
+    if not ids:
+        return []
+    found = (
+        Record.objects.filter(pk__in=ids)
+        .select_related(
+            "scope",
+            "author",
+            "challenge__author",
+            "fact__subject",
+            "fact__predicate",
+            "fact__object_ref",
+            "fact__source_type",
+        )
+        .annotate(corrected=Q(fact__superseded_by__isnull=False) | Q(fact__t_invalid__isnull=False))
+    )
+    return [_challenge_settled(refutation) for refutation in found.order_by("inserted_at", "pk")]
 
 
 def _challenge_settled(refutation: Record) -> Event:
@@ -278,7 +294,10 @@ def _challenge_settled(refutation: Record) -> Event:
 # --- candidates -------------------------------------------------------------------------
 
 
-def _from_candidates(facts: QuerySet[Fact]) -> list[Event]:
+def _from_candidates(ids: list) -> list[Event]:
+    if not ids:
+        return []
+    facts = Fact.objects.filter(pk__in=ids).for_display().order_by("recorded_at", "pk")
     return [_candidate_waiting(fact) for fact in facts]
 
 
