@@ -162,7 +162,8 @@ def _conflict_opened(entry: AuditEntry, conflict: Conflict) -> Event:
     values = " against ".join(f"{side['value']} ({side['source_type']})" for side in sides)
     return _event(
         EventKind.CONFLICT_OPENED,
-        entry,
+        scope=entry.scope,
+        source=f"audit:{entry.pk}",
         occurred_at=conflict.opened_at,
         summary=f"Conflict opened in {entry.scope.name} on {title}: {values}",
         about=item(
@@ -180,7 +181,8 @@ def _challenge_filed(entry: AuditEntry, challenge: Record) -> Event:
     effect = "the fact is suspended" if suspended else "the fact is not suspended"
     return _event(
         EventKind.CHALLENGE_FILED,
-        entry,
+        scope=entry.scope,
+        source=f"audit:{entry.pk}",
         occurred_at=challenge.inserted_at,
         summary=(
             f"{challenge.author.username} challenged {fact} in {entry.scope.name}"
@@ -204,7 +206,8 @@ def _automatic_change(entry: AuditEntry) -> Event:
     )
     return _event(
         EventKind.CHANGE_AUTOMATIC,
-        entry,
+        scope=entry.scope,
+        source=f"audit:{entry.pk}",
         occurred_at=entry.at,
         summary=f"Automatic change in {entry.scope.name}: {entry.action}, by {entry.rule}",
         about=change,
@@ -218,26 +221,24 @@ def _automatic_change(entry: AuditEntry) -> Event:
 
 def _event(
     kind: EventKind,
-    entry: AuditEntry,
     *,
+    scope: Scope,
+    source: str,
     occurred_at: datetime,
     summary: str,
     about: dict,
     sides: list,
+    addressee=None,
     **more: Any,
 ) -> Event:
+    """An event of ``scope`` read off ``source``, its data in the documented shape."""
     return Event(
         kind=kind,
-        scope=entry.scope,
+        scope=scope,
+        addressee=addressee,
         occurred_at=occurred_at,
-        source=f"audit:{entry.pk}",
-        data={
-            "summary": summary,
-            "scope": scope_of(entry.scope),
-            "item": about,
-            "sides": sides,
-            **more,
-        },
+        source=source,
+        data={"summary": summary, "scope": scope_of(scope), "item": about, "sides": sides, **more},
     )
 
 
@@ -267,27 +268,22 @@ def _challenge_settled(refutation: Record) -> Event:
     challenge, fact = refutation.challenge, refutation.fact
     outcome = "corrected" if refutation.corrected else "refuted"
     said = "corrected the fact" if refutation.corrected else "refuted the challenge"
-    return Event(
-        kind=EventKind.CHALLENGE_SETTLED,
+    return _event(
+        EventKind.CHALLENGE_SETTLED,
         scope=refutation.scope,
+        source=f"record:{refutation.pk}",
         addressee=challenge.author,
         occurred_at=refutation.inserted_at,
-        source=f"record:{refutation.pk}",
-        data={
-            "summary": (
-                f"{refutation.author.username} {said} on {challenge.author.username}'s "
-                f"challenge of {fact} in {refutation.scope.name}"
-            ),
-            "scope": scope_of(refutation.scope),
-            "item": item(
-                "challenge", str(challenge.pk), str(fact), console_url("fact", fact_id=fact.pk)
-            ),
-            "sides": [fact_side(fact, role="challenged")],
-            "outcome": outcome,
-            "challenger": challenge.author.username,
-            "steward": refutation.author.username,
-            "ground": refutation.ground,
-        },
+        summary=(
+            f"{refutation.author.username} {said} on {challenge.author.username}'s "
+            f"challenge of {fact} in {refutation.scope.name}"
+        ),
+        about=item("challenge", str(challenge.pk), str(fact), console_url("fact", fact_id=fact.pk)),
+        sides=[fact_side(fact, role="challenged")],
+        outcome=outcome,
+        challenger=challenge.author.username,
+        steward=refutation.author.username,
+        ground=refutation.ground,
     )
 
 
@@ -302,19 +298,16 @@ def _from_candidates(ids: list) -> list[Event]:
 
 
 def _candidate_waiting(fact: Fact) -> Event:
-    return Event(
-        kind=EventKind.CANDIDATE_WAITING,
+    return _event(
+        EventKind.CANDIDATE_WAITING,
         scope=fact.scope,
-        occurred_at=fact.recorded_at,
         source=f"candidate:{fact.pk}",
-        data={
-            "summary": (
-                f"Candidate waiting for a verdict in {fact.scope.name}: {fact}"
-                f" ({fact.source_type.name}, by {fact.author.username})"
-            ),
-            "scope": scope_of(fact.scope),
-            "item": item("fact", str(fact.pk), str(fact), console_url("fact", fact_id=fact.pk)),
-            "sides": [fact_side(fact, role="candidate")],
-            "author": fact.author.username,
-        },
+        occurred_at=fact.recorded_at,
+        summary=(
+            f"Candidate waiting for a verdict in {fact.scope.name}: {fact}"
+            f" ({fact.source_type.name}, by {fact.author.username})"
+        ),
+        about=item("fact", str(fact.pk), str(fact), console_url("fact", fact_id=fact.pk)),
+        sides=[fact_side(fact, role="candidate")],
+        author=fact.author.username,
     )

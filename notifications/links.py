@@ -18,6 +18,21 @@ def absolute(path: str) -> str:
     return settings.CLAIMGRAPH_SITE_URL + path
 
 
+# The console page that lists each review queue (admissions.queues), and its filter.
+QUEUE_PAGES = {
+    "conflicts": ("conflicts", ""),
+    "candidates": ("candidates", ""),
+    "challenges": ("challenges", ""),
+    "suspended": ("facts", "?status=suspended"),
+}
+
+
+def queue_url(queue: str) -> str:
+    """The absolute address of the console page that lists ``queue``'s items."""
+    page, query = QUEUE_PAGES[queue]
+    return absolute(reverse(page) + query)
+
+
 def console_url(name: str, **kwargs: Any) -> str:
     """The absolute address of the console page ``name``."""
     return absolute(reverse(name, kwargs=kwargs or None))

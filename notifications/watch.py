@@ -21,23 +21,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.tasks import task
-from django.urls import reverse
 from django.utils import timezone
 
 from admissions.models import QueueKind
 from admissions.queues import waiting
 from memories.store.models import DoctorRun, Scope, WorkerHeartbeat
 from notifications.channels import announce
-from notifications.links import absolute, console_url, item, scope_of
+from notifications.links import console_url, item, queue_url, scope_of
 from notifications.models import Event, EventKind
-
-# The console page that lists each queue's items.
-QUEUE_PAGES = {
-    "conflicts": ("conflicts", ""),
-    "candidates": ("candidates", ""),
-    "challenges": ("challenges", ""),
-    "suspended": ("facts", "?status=suspended"),
-}
 
 
 @task
@@ -65,7 +56,6 @@ def _overdue_queues(now: datetime) -> list[Event]:
             target = timedelta(hours=settings.CLAIMGRAPH_QUEUE_TARGET_HOURS[queue])
             if found.oldest is None or now - found.oldest <= target:
                 continue
-            page, query = QUEUE_PAGES[queue]
             label = QueueKind(queue).label.lower()
             count = f"{found.count}{'+' if found.more else ''}"
             hours = int((now - found.oldest).total_seconds() // 3600)
@@ -86,7 +76,7 @@ def _overdue_queues(now: datetime) -> list[Event]:
                             "queue",
                             queue,
                             label,
-                            absolute(reverse(page) + query),
+                            queue_url(queue),
                         ),
                         "sides": [],
                         "queue": queue,

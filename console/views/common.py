@@ -21,7 +21,6 @@ from django_htmx.middleware import HtmxDetails
 from console.forms import PagedForm
 from memories.store.errors import Forbidden, NotFound, Rejected, StateConflict
 from memories.store.models import Scope
-from memories.store.roles import is_global_steward, steward_scope_ids
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -172,6 +171,4 @@ def done(request: HtmxHttpRequest, message: str, to: str) -> HttpResponse:
 
 def steward_scopes(user: User) -> QuerySet[Scope]:
     """The scopes in which ``user`` holds steward authority."""
-    if is_global_steward(user):
-        return Scope.objects.all()
-    return Scope.objects.filter(pk__in=steward_scope_ids(user))
+    return Scope.objects.stewarded_by(user)

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db.models import Q
-from django.urls import reverse
 
+from admissions.models import QueueKind
 from admissions.queues import QueueName, waiting
 from admissions.selectors import candidates, open_challenge_entries
 from memories.store.models import Conflict, Fact, Scope
-from memories.store.roles import is_global_steward, steward_scope_ids
 from notifications.email.models import DigestPreference
-from notifications.links import absolute
+from notifications.links import console_url, queue_url
 from notifications.models import Event, EventKind
 
 # The kinds a digest tells of, per scope. A queue's kind lists what waits in
@@ -119,9 +118,7 @@ class Digest:
 
 def stewarded_scope_ids(user) -> set[int]:
     """The scopes ``user`` stewards now (``memories.store.roles``): the only ones it hears of."""
-    if is_global_steward(user):
-        return set(Scope.objects.values_list("pk", flat=True))
-    return set(steward_scope_ids(user))
+    return set(Scope.objects.stewarded_by(user).values_list("pk", flat=True))
 
 
 def subscribed(user, preference: DigestPreference | None) -> dict[int, frozenset[str]]:
@@ -148,12 +145,12 @@ def build_digest(user, preference: DigestPreference | None, *, now: datetime) ->
         counted = waiting(Scope.objects.filter(pk__in=scope_ids))[queue]
         if not counted.count:
             continue
-        label, action, page, read = _QUEUE_READS[queue]
+        action, read = _QUEUE_READS[queue]
         sections.append(
             Section(
-                label,
+                QueueKind(queue).label,
                 action,
-                absolute(reverse(page)),
+                queue_url(queue),
                 tuple(read(scope_ids)),
                 counted.count,
                 counted.more,
@@ -206,7 +203,7 @@ def _told(event: Event) -> News:
 
 
 def _fact_url(fact: Fact) -> str:
-    return absolute(reverse("fact", args=[fact.pk]))
+    return console_url("fact", fact_id=fact.pk)
 
 
 def _side_of(fact: Fact) -> Side:
@@ -229,7 +226,7 @@ def _open_conflicts(scope_ids: list[int]) -> list[Item]:
         items.append(
             Item(
                 title=f"{conflict.subject.name} {conflict.predicate.name}",
-                url=absolute(reverse("conflict", args=[conflict.pk])),
+                url=console_url("conflict", conflict_id=conflict.pk),
                 scope=conflict.scope.name,
                 since=conflict.opened_at,
                 sides=tuple(
@@ -272,7 +269,7 @@ def _open_challenges(scope_ids: list[int]) -> list[Item]:
         items.append(
             Item(
                 title=f"{fact.subject.name} {fact.predicate.name}",
-                url=absolute(reverse("fact", args=[fact.pk]) + f"#record-{record.pk}"),
+                url=_fact_url(fact) + f"#record-{record.pk}",
                 scope=record.scope.name,
                 since=entry.inserted_at,
                 sides=(
@@ -281,7 +278,7 @@ def _open_challenges(scope_ids: list[int]) -> list[Item]:
                         record.ground,
                         f"challenge by {record.author.get_username()}"
                         + (f", evidence: {evidence}" if evidence else ", no evidence"),
-                        absolute(reverse("fact", args=[fact.pk]) + f"#record-{record.pk}"),
+                        _fact_url(fact) + f"#record-{record.pk}",
                     ),
                 ),
                 note="with evidence" if entry.evidenced else "without evidence: no effect",
@@ -290,14 +287,10 @@ def _open_challenges(scope_ids: list[int]) -> list[Item]:
     return items
 
 
-# Each queue: its heading, what a steward does there, its page, and how its items are read.
-_QUEUE_READS: dict[QueueName, tuple[str, str, str, Callable[[list[int]], list[Item]]]] = {
-    "conflicts": ("Open conflicts", "Rule on it", "conflicts", _open_conflicts),
-    "candidates": (
-        "Candidates awaiting a verdict",
-        "Admit or reject it",
-        "candidates",
-        _waiting_candidates,
-    ),
-    "challenges": ("Open challenges", "Refute it or let it stand", "challenges", _open_challenges),
+# Each queue a digest lists (headed by QueueKind's label, linked by links.queue_url):
+# what a steward does there, and how its items are read.
+_QUEUE_READS: dict[QueueName, tuple[str, Callable[[list[int]], list[Item]]]] = {
+    "conflicts": ("Rule on it", _open_conflicts),
+    "candidates": ("Admit or reject it", _waiting_candidates),
+    "challenges": ("Refute it or let it stand", _open_challenges),
 }

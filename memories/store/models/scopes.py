@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Value
 
 from memories.core.normalize import name_skeleton, value_key
-from memories.store.roles import readable_scope_ids
+from memories.store.roles import is_global_steward, readable_scope_ids, steward_scope_ids
 
 
 class ScopeQuerySet(models.QuerySet["Scope"]):
@@ -18,6 +18,12 @@ class ScopeQuerySet(models.QuerySet["Scope"]):
         """
         ids = readable_scope_ids(user)
         return self.all() if ids is None else self.filter(pk__in=ids)
+
+    def stewarded_by(self, user) -> "ScopeQuerySet":
+        """The scopes in which ``user`` holds steward authority (none when inactive)."""
+        if is_global_steward(user):
+            return self.all()
+        return self.filter(pk__in=steward_scope_ids(user))
 
 
 # The source types a member may claim unless an admin says otherwise (issue 29
