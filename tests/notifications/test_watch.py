@@ -9,6 +9,7 @@ from memories.store.models import DoctorRun, Fact, WorkerHeartbeat
 from notifications.models import Event, EventKind
 from notifications.watch import record_watch_events
 from tests.admissions.conftest import write_fact
+from tests.conftest import at
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,8 @@ def test_a_queue_past_its_target_is_told_once_a_day_with_its_page(author, scope,
         **settings.CLAIMGRAPH_QUEUE_TARGET_HOURS,
         "candidates": 2,
     }
-    fact = write_fact(author, "redis")
+    # Early in a day, so an hour later is the same day whenever the test runs.
+    fact = write_fact(author, "redis", now=at("2026-06-01T06:00"))
     now = fact.recorded_at + timedelta(hours=3)
 
     assert record_watch_events(now=now) == {"queue.overdue": 1}
